@@ -1,0 +1,41 @@
+// The analyzer's front door: feed it trace files, get findings. Pure CPU, no CUDA headers.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "analyzer/finding.h"
+
+namespace streamrace::analysis {
+
+struct AnalyzerOptions {
+  // Keep one host clock per thread instead of one host clock ordered by real call order.
+  bool separate_host_threads = false;
+  // Streams whose creation was not traced are treated as non-blocking (exempt from the
+  // legacy default stream's implicit synchronisation) unless this is set.
+  bool unknown_streams_blocking = false;
+  // Called with (bytes read, total bytes) while reading; may be empty.
+  std::function<void(uint64_t, uint64_t)> progress;
+};
+
+class Analyzer {
+ public:
+  explicit Analyzer(AnalyzerOptions opts = {});
+  ~Analyzer();
+  // Analyses one trace file. Throws trace::TraceError on unreadable input.
+  void add_trace(const std::string& path);
+  // Merges findings of all traces (same fingerprint = one finding) and returns them.
+  AnalysisResult finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Expands directories into the *.srace files they hold (sorted); keeps files as given.
+// Throws trace::TraceError for a path that does not exist or a directory with no traces.
+std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs);
+
+}  // namespace streamrace::analysis

@@ -1,0 +1,124 @@
+// What the analyzer concludes: findings (races), notices, and per-trace summaries. Every
+// report format (text, JSON, SARIF, JUnit, Perfetto, HTML) and `check` works from these.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace streamrace::analysis {
+
+enum class Confidence { kCertain, kPossible };
+// Named after the later access against the earlier one.
+enum class RaceKind { kWriteAfterRead, kWriteAfterWrite, kReadAfterWrite };
+
+const char* to_string(Confidence c);    // "certain" / "possible"
+const char* to_string(RaceKind k);      // "write-after-read" / ...
+const char* short_name(RaceKind k);     // "WAR" / "WAW" / "RAW"
+
+struct Frame {
+  std::string file;      // Python source file or native module
+  std::string function;
+  uint32_t line = 0;
+  bool python = false;
+  uint64_t pc = 0;       // native frames: offset in module
+};
+
+struct Access {
+  std::string op;         // API or kernel name: "cudaMemcpyAsync", "ncclAllReduce", "vectorAdd"
+  std::string op_kind;    // "memcpy", "memset", "kernel", "nccl"
+  std::string direction;  // "read", "write", or "read or write" (kernel pointer argument)
+  bool exact = true;      // byte range and direction known exactly
+  uint64_t stream = 0;
+  std::string stream_label;  // "stream 0x5581 (non-blocking)", "legacy default stream (device 0)"
+  uint64_t addr = 0;      // the access's own byte range
+  uint64_t bytes = 0;
+  uint64_t alloc_base = 0;
+  uint64_t alloc_bytes = 0;
+  std::string alloc_kind;  // "cudaMalloc", "cudaMallocAsync", ...
+  uint64_t seq = 0;        // call sequence number in its trace
+  uint32_t thread = 0;
+  std::vector<Frame> stack;  // innermost first
+};
+
+// An edit that would order the two accesses: record an event on `record_stream` right
+// after the call with `after_seq`, make `wait_stream` wait on it right before `before_seq`.
+struct FixEdit {
+  uint64_t record_stream = 0;
+  uint64_t after_seq = 0;
+  uint64_t wait_stream = 0;
+  uint64_t before_seq = 0;
+};
+
+struct Occurrence {
+  std::string trace;  // file it was found in
+  int rank = -1;
+  uint64_t count = 0;
+  uint64_t first_seq = 0;  // of the later access
+  uint64_t last_seq = 0;
+};
+
+struct Finding {
+  std::string fingerprint;  // stable across runs, ranks and trace files (16 hex digits)
+  RaceKind kind = RaceKind::kWriteAfterRead;
+  Confidence confidence = Confidence::kCertain;
+  std::string mode = "default";  // which tier produced the accesses: "default" or "precise"
+  Access earlier;   // the access that was issued first
+  Access later;     // the access that conflicts with it
+  uint64_t overlap_addr = 0;
+  uint64_t overlap_bytes = 0;
+  std::string missing_edge;  // one sentence: what would have ordered them
+  std::string fix;           // one paragraph: the suggested change
+  FixEdit fix_edit;
+  uint64_t occurrences = 0;  // over all traces
+  std::vector<int> ranks;    // sorted, distinct
+  std::vector<Occurrence> where;
+};
+
+struct Notice {
+  std::string level;  // "info", "warning", "error"
+  std::string trace;
+  std::string text;
+};
+
+struct TraceSummary {
+  std::string path;
+  std::string host;
+  int64_t pid = 0;
+  int rank = -1;
+  std::string capture_status;
+  std::string mode;
+  uint64_t records = 0;
+  uint64_t accesses = 0;
+  bool complete = false;
+  bool truncated = false;
+};
+
+struct AnalysisResult {
+  std::vector<Finding> findings;  // sorted: certain first, then by occurrences
+  std::vector<Notice> notices;
+  std::vector<TraceSummary> traces;
+  uint64_t records = 0;
+  uint64_t accesses = 0;
+  // Graph launches and captured work seen but not analysed.
+  uint64_t unanalysed_graph_launches = 0;
+};
+
+void to_json(nlohmann::json& j, const Frame& f);
+void from_json(const nlohmann::json& j, Frame& f);
+void to_json(nlohmann::json& j, const Access& a);
+void from_json(const nlohmann::json& j, Access& a);
+void to_json(nlohmann::json& j, const Finding& f);
+void from_json(const nlohmann::json& j, Finding& f);
+void to_json(nlohmann::json& j, const Notice& n);
+void from_json(const nlohmann::json& j, Notice& n);
+void to_json(nlohmann::json& j, const TraceSummary& t);
+void to_json(nlohmann::json& j, const AnalysisResult& r);
+// Reads a document written by to_json(AnalysisResult) ("streamrace-findings" schema).
+// Throws std::runtime_error with a clear message on a document of another shape.
+AnalysisResult result_from_json(const nlohmann::json& j);
+
+}  // namespace streamrace::analysis

@@ -1,0 +1,391 @@
+// The trace schema, version 1: every record the tracer writes and the analyzer reads.
+// This header is the contract between tracer/ and analyzer/ (docs/trace-format.md is its
+// prose twin). Records are plain little-endian structs copied byte for byte; each sits in
+// a chunk behind a RecordPrefix. Never reorder or resize a field: add a new record kind or
+// bump kVersionMinor and append fields at the end (readers accept longer bodies).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+namespace streamrace::trace {
+
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the trace format is little-endian");
+
+inline constexpr char kFileMagic[8] = {'S', 'R', 'A', 'C', 'E', 'T', 'R', 'C'};
+inline constexpr uint16_t kVersionMajor = 1;
+inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint32_t kChunkMagic = 0x4B4E4843;  // "CHNK"
+inline constexpr uint32_t kMaxChunkBytes = 64u << 20;  // sanity bound on raw and stored size
+inline constexpr uint32_t kMaxHeaderBytes = 1u << 20;
+
+enum ChunkFlags : uint32_t {
+  kChunkZstd = 1u << 0,        // payload is one zstd frame
+  kChunkEndOfTrace = 1u << 1,  // written by a clean close; its absence means the writer died
+};
+
+enum class RecordKind : uint16_t {
+  kStringDef = 1,
+  kStackDef = 2,
+  kStreamCreate = 10,
+  kStreamDestroy = 11,
+  kEventCreate = 12,
+  kEventDestroy = 13,
+  kEventRecord = 14,
+  kStreamWaitEvent = 15,
+  kEventSynchronize = 16,
+  kEventQuery = 17,
+  kStreamSynchronize = 18,
+  kStreamQuery = 19,
+  kDeviceSynchronize = 20,  // cudaDeviceSynchronize and every other device-wide implicit sync
+  kKernelLaunch = 30,
+  kMemcpy = 31,
+  kMemset = 32,
+  kKernelAccess = 33,  // precise tier: one exact interval of one launch
+  kAlloc = 40,
+  kFree = 41,
+  kNcclCommInit = 50,
+  kNcclCall = 51,
+  kNcclGroupStart = 52,
+  kNcclGroupEnd = 53,
+  kGraphLaunch = 60,
+  kStreamCapture = 61,
+  kOpTiming = 70,
+  kNotice = 80,
+};
+
+const char* record_kind_name(RecordKind kind);
+
+// Framing in front of every record body inside a chunk payload.
+struct RecordPrefix {
+  uint16_t kind;
+  uint16_t body_size;  // bytes after this prefix
+};
+static_assert(sizeof(RecordPrefix) == 4);
+
+// ---------------------------------------------------------------------------------------
+// Stream identity. Handles are process-wide except the two implicit streams, which exist
+// once per device (legacy) or per host thread and device (per-thread default stream). The
+// tracer normalises them to these synthetic ids so the analyzer never has to guess.
+inline constexpr uint64_t kLegacyStreamTag = 0xFFFF'FFFF'0000'0000ull;
+inline constexpr uint64_t kPerThreadStreamTag = 0xFFFF'FFFE'0000'0000ull;
+inline constexpr uint64_t kStreamTagMask = 0xFFFF'FFFF'0000'0000ull;
+constexpr uint64_t legacy_stream(uint32_t device) { return kLegacyStreamTag | (device & 0xFFFFu); }
+constexpr uint64_t per_thread_stream(uint32_t thread, uint32_t device) {
+  return kPerThreadStreamTag | ((uint64_t(thread) & 0xFFFFu) << 16) | (device & 0xFFFFu);
+}
+constexpr bool is_legacy_stream(uint64_t s) { return (s & kStreamTagMask) == kLegacyStreamTag; }
+constexpr bool is_per_thread_stream(uint64_t s) { return (s & kStreamTagMask) == kPerThreadStreamTag; }
+
+enum StreamFlags : uint32_t { kStreamNonBlocking = 1u };  // cudaStreamNonBlocking
+
+// ---------------------------------------------------------------------------------------
+// Common fields of every record that comes from one API call.
+struct CallInfo {
+  uint64_t seq;         // dense, process-wide order of calls (0, 1, 2, ...)
+  uint64_t host_ts_ns;  // CLOCK_MONOTONIC at the call
+  uint32_t thread;      // small host-thread index assigned by the tracer
+  uint32_t stack_id;    // StackDef id, 0 = none
+  uint32_t api_id;      // StringDef id of the API name ("cudaMemcpyAsync"), 0 = none
+  uint32_t reserved;
+};
+static_assert(sizeof(CallInfo) == 32);
+
+#define SR_RECORD(NAME) static constexpr RecordKind kKind = RecordKind::NAME
+
+// Variable-size records: StringDef = {uint32 id; char text[body_size - 4]}.
+struct StringDefHead {
+  SR_RECORD(kStringDef);
+  uint32_t id;
+};
+
+// StackDef = StackDefHead followed by nframes StackFrame, innermost first.
+struct StackDefHead {
+  SR_RECORD(kStackDef);
+  uint32_t id;
+  uint16_t nframes;
+  uint16_t reserved;
+};
+enum class FrameKind : uint32_t { kNative = 0, kPython = 1 };
+struct StackFrame {
+  FrameKind kind;
+  uint32_t file_id;      // StringDef: source file (Python) or module path (native)
+  uint32_t function_id;  // StringDef: function name, 0 = unknown
+  uint32_t line;         // source line, 0 = unknown
+  uint64_t pc;           // native: offset in module; Python: 0
+};
+static_assert(sizeof(StackFrame) == 24);
+
+struct StreamCreate {
+  SR_RECORD(kStreamCreate);
+  CallInfo call;
+  uint64_t stream;
+  uint32_t device;
+  uint32_t flags;  // StreamFlags
+  int32_t priority;
+  uint32_t reserved;
+};
+
+struct StreamDestroy {
+  SR_RECORD(kStreamDestroy);
+  CallInfo call;
+  uint64_t stream;
+};
+
+struct EventCreate {
+  SR_RECORD(kEventCreate);
+  CallInfo call;
+  uint64_t event;
+  uint32_t flags;
+  uint32_t reserved;
+};
+
+struct EventDestroy {
+  SR_RECORD(kEventDestroy);
+  CallInfo call;
+  uint64_t event;
+};
+
+struct EventRecord {
+  SR_RECORD(kEventRecord);
+  CallInfo call;
+  uint64_t event;
+  uint64_t stream;
+};
+
+struct StreamWaitEvent {
+  SR_RECORD(kStreamWaitEvent);
+  CallInfo call;
+  uint64_t stream;
+  uint64_t event;
+};
+
+struct EventSynchronize {
+  SR_RECORD(kEventSynchronize);
+  CallInfo call;
+  uint64_t event;
+};
+
+struct EventQuery {
+  SR_RECORD(kEventQuery);
+  CallInfo call;
+  uint64_t event;
+  int32_t result;  // cudaError_t; 0 = cudaSuccess (the event has completed)
+  uint32_t reserved;
+};
+
+struct StreamSynchronize {
+  SR_RECORD(kStreamSynchronize);
+  CallInfo call;
+  uint64_t stream;
+};
+
+struct StreamQuery {
+  SR_RECORD(kStreamQuery);
+  CallInfo call;
+  uint64_t stream;
+  int32_t result;
+  uint32_t reserved;
+};
+
+struct DeviceSynchronize {
+  SR_RECORD(kDeviceSynchronize);
+  CallInfo call;  // api_id names the call (cudaDeviceSynchronize, cudaFree, ...)
+  uint32_t device;
+  uint32_t reserved;
+};
+
+enum KernelFlags : uint32_t {
+  kKernelArgsScanned = 1u << 0,  // ptrs[] holds every argument that pointed into live memory
+  kKernelPrecise = 1u << 1,      // exact accesses follow as KernelAccess records
+};
+
+// KernelLaunch = KernelLaunchHead followed by nptrs uint64 pointer arguments.
+struct KernelLaunchHead {
+  SR_RECORD(kKernelLaunch);
+  CallInfo call;
+  uint64_t stream;
+  uint64_t correlation;  // joins OpTiming and KernelAccess
+  uint32_t device;
+  uint32_t name_id;  // StringDef: kernel name
+  uint32_t grid[3];
+  uint32_t block[3];
+  uint32_t nptrs;
+  uint32_t flags;  // KernelFlags
+};
+
+enum class MemKind : uint8_t { kUnknown = 0, kDevice = 1, kPinnedHost = 2, kPageableHost = 3, kManaged = 4 };
+enum class CopyKind : uint8_t { kHostToHost = 0, kHostToDevice = 1, kDeviceToHost = 2, kDeviceToDevice = 3, kDefault = 4 };
+
+struct Memcpy {
+  SR_RECORD(kMemcpy);
+  CallInfo call;
+  uint64_t stream;
+  uint64_t correlation;
+  uint64_t dst;
+  uint64_t src;
+  uint64_t bytes;  // 2D/3D copies: the extent from the first to the last byte touched
+  uint32_t device;
+  CopyKind copy_kind;
+  uint8_t is_async;
+  MemKind src_mem;
+  MemKind dst_mem;
+};
+
+struct Memset {
+  SR_RECORD(kMemset);
+  CallInfo call;
+  uint64_t stream;
+  uint64_t correlation;
+  uint64_t dst;
+  uint64_t bytes;
+  uint32_t device;
+  uint8_t is_async;
+  MemKind dst_mem;
+  uint16_t reserved;
+};
+
+enum class AccessDir : uint8_t { kRead = 1, kWrite = 2, kReadWrite = 3 };
+
+struct KernelAccess {
+  SR_RECORD(kKernelAccess);
+  uint64_t correlation;
+  uint64_t addr;
+  uint64_t bytes;
+  AccessDir dir;
+  uint8_t overflowed;  // the device-side interval budget ran out: this is a whole region
+  uint16_t reserved0;
+  uint32_t reserved1;
+};
+
+enum class AllocKind : uint8_t {
+  kDevice = 1,       // cudaMalloc / cuMemAlloc / cudaMallocPitch / cudaMalloc3D
+  kAsync = 2,        // cudaMallocAsync / cudaMallocFromPoolAsync (stream-ordered)
+  kManaged = 3,      // cudaMallocManaged
+  kHostPinned = 4,   // cudaMallocHost / cudaHostAlloc / cuMemHostAlloc
+  kHostRegistered = 5,  // cudaHostRegister
+  kVmmMap = 6,       // cuMemMap of a cuMemCreate handle (expandable segments)
+};
+
+struct Alloc {
+  SR_RECORD(kAlloc);
+  CallInfo call;
+  uint64_t ptr;
+  uint64_t bytes;
+  uint64_t stream;  // stream-ordered allocations; 0 otherwise
+  uint32_t device;
+  AllocKind kind;
+  uint8_t reserved0;
+  uint16_t reserved1;
+};
+
+struct Free {
+  SR_RECORD(kFree);
+  CallInfo call;
+  uint64_t ptr;
+  uint64_t bytes;   // cuMemUnmap size; 0 when the allocation's own size applies
+  uint64_t stream;  // stream-ordered frees; 0 otherwise
+  uint32_t device;
+  AllocKind kind;
+  uint8_t reserved0;
+  uint16_t reserved1;
+};
+
+struct NcclCommInit {
+  SR_RECORD(kNcclCommInit);
+  CallInfo call;
+  uint64_t comm;
+  uint64_t parent;  // ncclCommSplit's parent, 0 otherwise
+  int32_t rank;
+  int32_t nranks;
+  uint32_t device;
+  uint32_t reserved;
+};
+
+enum class NcclOp : uint8_t {
+  kAllReduce = 1, kBroadcast = 2, kReduce = 3, kReduceScatter = 4, kAllGather = 5,
+  kAlltoAll = 6, kGather = 7, kScatter = 8, kSend = 9, kRecv = 10,
+};
+const char* nccl_op_name(NcclOp op);
+
+// ncclDataType_t values as in nccl.h.
+enum class NcclType : uint8_t {
+  kInt8 = 0, kUint8 = 1, kInt32 = 2, kUint32 = 3, kInt64 = 4, kUint64 = 5,
+  kFloat16 = 6, kFloat32 = 7, kFloat64 = 8, kBfloat16 = 9, kFloat8e4m3 = 10, kFloat8e5m2 = 11,
+};
+uint32_t nccl_type_size(NcclType t);  // 0 for an unknown type
+
+struct NcclCall {
+  SR_RECORD(kNcclCall);
+  CallInfo call;
+  uint64_t stream;
+  uint64_t comm;
+  uint64_t sendbuff;
+  uint64_t recvbuff;
+  uint64_t count;  // elements, as passed to the call (recvcount/sendcount where NCCL says so)
+  uint64_t correlation;
+  int32_t root_or_peer;  // -1 when the op has neither
+  int32_t rank;
+  int32_t nranks;
+  uint32_t group_depth;  // ncclGroupStart nesting at the call, 0 = not in a group
+  NcclOp op;
+  NcclType datatype;
+  uint16_t reserved;
+  uint32_t device;
+};
+
+struct NcclGroupStart {
+  SR_RECORD(kNcclGroupStart);
+  CallInfo call;
+  uint32_t depth;  // nesting after the call
+  uint32_t reserved;
+};
+
+struct NcclGroupEnd {
+  SR_RECORD(kNcclGroupEnd);
+  CallInfo call;
+  uint32_t depth;  // nesting after the call; 0 = the group's operations are issued now
+  uint32_t reserved;
+};
+
+struct GraphLaunch {
+  SR_RECORD(kGraphLaunch);
+  CallInfo call;
+  uint64_t graph_exec;
+  uint64_t stream;
+  uint64_t correlation;
+};
+
+struct StreamCapture {
+  SR_RECORD(kStreamCapture);
+  CallInfo call;
+  uint64_t stream;
+  uint32_t begin;  // 1 = cudaStreamBeginCapture, 0 = cudaStreamEndCapture
+  uint32_t reserved;
+};
+
+// Device start/end of one op, from CUPTI activity records, joined by correlation id.
+struct OpTiming {
+  SR_RECORD(kOpTiming);
+  uint64_t correlation;
+  uint64_t start_ns;
+  uint64_t end_ns;
+  uint32_t device;
+  uint32_t reserved;
+};
+
+// Notice = {uint32 level; char text[]}: things the tracer wants the report to show
+// (CUPTI slot taken, records dropped, unsupported call seen).
+enum class NoticeLevel : uint32_t { kInfo = 0, kWarning = 1, kError = 2 };
+struct NoticeHead {
+  SR_RECORD(kNotice);
+  NoticeLevel level;
+};
+
+#undef SR_RECORD
+
+template <typename T>
+concept FixedRecord = std::is_trivially_copyable_v<T> && requires { T::kKind; };
+
+}  // namespace streamrace::trace
