@@ -107,6 +107,16 @@ struct AnalysisResult {
   uint64_t unanalysed_graph_launches = 0;
 };
 
+// Stable identity of a finding: race kind, confidence and both sites (op, direction, top
+// frames), never addresses, handles or sequence numbers. 16 hex digits.
+std::string fingerprint_of(const Finding& f);
+// Fills f.missing_edge and f.fix. `seen_clock`: how far the later stream had seen the
+// earlier stream when it accessed; `earlier_clock`: the earlier access's clock there.
+void describe_missing_edge(Finding& f, uint32_t seen_clock, uint32_t earlier_clock);
+// "stage_1_and_2.py:949 in reduce_independent_p_g_buckets_and_remove_grads" for the first
+// Python frame, else the first frame; "<no stack>" when there is none.
+std::string site_of(const Access& a);
+
 void to_json(nlohmann::json& j, const Frame& f);
 void from_json(const nlohmann::json& j, Frame& f);
 void to_json(nlohmann::json& j, const Access& a);

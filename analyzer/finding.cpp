@@ -1,0 +1,297 @@
+// Findings: names, fingerprints, the missing-edge explanation, and the JSON schema
+// ("streamrace-findings", documented in docs/json-report.md).
+#include "analyzer/finding.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <stdexcept>
+
+namespace streamrace::analysis {
+
+using nlohmann::json;
+
+const char* to_string(Confidence c) { return c == Confidence::kCertain ? "certain" : "possible"; }
+
+const char* to_string(RaceKind k) {
+  switch (k) {
+    case RaceKind::kWriteAfterRead: return "write-after-read";
+    case RaceKind::kWriteAfterWrite: return "write-after-write";
+    case RaceKind::kReadAfterWrite: return "read-after-write";
+  }
+  return "race";
+}
+
+const char* short_name(RaceKind k) {
+  switch (k) {
+    case RaceKind::kWriteAfterRead: return "WAR";
+    case RaceKind::kWriteAfterWrite: return "WAW";
+    case RaceKind::kReadAfterWrite: return "RAW";
+  }
+  return "RACE";
+}
+
+namespace {
+
+std::string basename_of(const std::string& path) {
+  auto p = path.find_last_of('/');
+  return p == std::string::npos ? path : path.substr(p + 1);
+}
+
+uint64_t fnv1a(uint64_t h, std::string_view s) {
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  h ^= 0xff;  // field separator
+  h *= 0x100000001b3ull;
+  return h;
+}
+
+uint64_t hash_site(uint64_t h, const Access& a) {
+  h = fnv1a(h, a.op_kind);
+  h = fnv1a(h, a.op);
+  h = fnv1a(h, a.direction);
+  bool any_python = false;
+  for (const auto& f : a.stack) any_python |= f.python;
+  int taken = 0;
+  for (const auto& f : a.stack) {
+    if (any_python && !f.python) continue;
+    h = fnv1a(h, basename_of(f.file));
+    h = fnv1a(h, f.function);
+    h = fnv1a(h, any_python ? std::to_string(f.line) : std::string());
+    if (++taken == 4) break;
+  }
+  return h;
+}
+
+template <typename T>
+T get_or(const json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? fallback : it->get<T>();
+}
+
+}  // namespace
+
+std::string fingerprint_of(const Finding& f) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = fnv1a(h, to_string(f.kind));
+  h = fnv1a(h, to_string(f.confidence));
+  h = hash_site(h, f.earlier);
+  h = hash_site(h, f.later);
+  return fmt::format("{:016x}", h);
+}
+
+std::string site_of(const Access& a) {
+  const Frame* pick = nullptr;
+  for (const auto& f : a.stack)
+    if (f.python) {
+      pick = &f;
+      break;
+    }
+  if (!pick && !a.stack.empty()) pick = &a.stack.front();
+  if (!pick) return "<no stack>";
+  std::string where = basename_of(pick->file);
+  if (pick->line) where += fmt::format(":{}", pick->line);
+  if (!pick->function.empty()) where += " in " + pick->function;
+  return where;
+}
+
+void describe_missing_edge(Finding& f, uint32_t seen_clock, uint32_t earlier_clock) {
+  const Access& e = f.earlier;
+  const Access& l = f.later;
+  if (seen_clock == 0) {
+    f.missing_edge = fmt::format(
+        "{} never waited for {}: no event recorded there was waited on and no host synchronisation ordered the two, "
+        "so {} ({}) can run while {} ({}) is still in flight.",
+        l.stream_label, e.stream_label, l.op, l.direction, e.op, e.direction);
+  } else {
+    f.missing_edge = fmt::format(
+        "{} had waited for {} only up to its operation #{}; {} is operation #{} there, issued after that point, and "
+        "nothing orders it before {}.",
+        l.stream_label, e.stream_label, seen_clock, e.op, earlier_clock, l.op);
+  }
+  f.fix = fmt::format(
+      "Record an event on {} right after {} ({}) and make {} wait on it right before {} ({}). CUDA: "
+      "cudaEventRecord(ev, A); cudaStreamWaitEvent(B, ev). PyTorch: ev = torch.cuda.Event(); ev.record(A); "
+      "B.wait_event(ev). B.wait_stream(A) also works but orders B behind everything queued on A, which costs "
+      "overlap.",
+      e.stream_label, e.op, site_of(e), l.stream_label, l.op, site_of(l));
+  if (e.op_kind == "free" || l.op_kind == "free")
+    f.fix += " The memory was released in stream order on one stream while another still used it: free it on the "
+             "stream that used it last, or make the freeing stream wait first (PyTorch: tensor.record_stream(B)).";
+  if (f.confidence == Confidence::kPossible)
+    f.fix += " A kernel's accesses are known here only from its pointer arguments (extent and direction unknown): "
+             "confirm with precise mode (streamrace run --precise) before changing the code.";
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON
+
+void to_json(json& j, const Frame& f) {
+  j = json{{"file", f.file}, {"function", f.function}, {"line", f.line}, {"python", f.python}};
+  if (f.pc) j["pc"] = f.pc;
+}
+
+void from_json(const json& j, Frame& f) {
+  f.file = get_or<std::string>(j, "file", "");
+  f.function = get_or<std::string>(j, "function", "");
+  f.line = get_or<uint32_t>(j, "line", 0);
+  f.python = get_or<bool>(j, "python", false);
+  f.pc = get_or<uint64_t>(j, "pc", 0);
+}
+
+void to_json(json& j, const Access& a) {
+  j = json{{"op", a.op},
+           {"op_kind", a.op_kind},
+           {"direction", a.direction},
+           {"exact", a.exact},
+           {"stream", fmt::format("{:#x}", a.stream)},
+           {"stream_label", a.stream_label},
+           {"addr", fmt::format("{:#x}", a.addr)},
+           {"bytes", a.bytes},
+           {"allocation", {{"base", fmt::format("{:#x}", a.alloc_base)}, {"bytes", a.alloc_bytes}, {"kind", a.alloc_kind}}},
+           {"seq", a.seq},
+           {"thread", a.thread},
+           {"stack", a.stack}};
+}
+
+namespace {
+uint64_t hex_or_number(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return 0;
+  if (it->is_number()) return it->get<uint64_t>();
+  return std::stoull(it->get<std::string>(), nullptr, 0);
+}
+}  // namespace
+
+void from_json(const json& j, Access& a) {
+  a.op = get_or<std::string>(j, "op", "");
+  a.op_kind = get_or<std::string>(j, "op_kind", "");
+  a.direction = get_or<std::string>(j, "direction", "");
+  a.exact = get_or<bool>(j, "exact", true);
+  a.stream = hex_or_number(j, "stream");
+  a.stream_label = get_or<std::string>(j, "stream_label", "");
+  a.addr = hex_or_number(j, "addr");
+  a.bytes = get_or<uint64_t>(j, "bytes", 0);
+  if (j.contains("allocation")) {
+    const json& al = j.at("allocation");
+    a.alloc_base = hex_or_number(al, "base");
+    a.alloc_bytes = get_or<uint64_t>(al, "bytes", 0);
+    a.alloc_kind = get_or<std::string>(al, "kind", "");
+  }
+  a.seq = get_or<uint64_t>(j, "seq", 0);
+  a.thread = get_or<uint32_t>(j, "thread", 0);
+  if (j.contains("stack")) a.stack = j.at("stack").get<std::vector<Frame>>();
+}
+
+void to_json(json& j, const Finding& f) {
+  json where = json::array();
+  for (const auto& o : f.where)
+    where.push_back({{"trace", o.trace}, {"rank", o.rank}, {"count", o.count}, {"first_seq", o.first_seq},
+                     {"last_seq", o.last_seq}});
+  j = json{{"fingerprint", f.fingerprint},
+           {"kind", to_string(f.kind)},
+           {"confidence", to_string(f.confidence)},
+           {"mode", f.mode},
+           {"accesses", {f.earlier, f.later}},
+           {"overlap", {{"addr", fmt::format("{:#x}", f.overlap_addr)}, {"bytes", f.overlap_bytes}}},
+           {"missing_edge", f.missing_edge},
+           {"fix", {{"text", f.fix},
+                    {"record_event_on", fmt::format("{:#x}", f.fix_edit.record_stream)},
+                    {"after_seq", f.fix_edit.after_seq},
+                    {"wait_on", fmt::format("{:#x}", f.fix_edit.wait_stream)},
+                    {"before_seq", f.fix_edit.before_seq}}},
+           {"occurrences", f.occurrences},
+           {"ranks", f.ranks},
+           {"where", where}};
+}
+
+void from_json(const json& j, Finding& f) {
+  f.fingerprint = j.at("fingerprint").get<std::string>();
+  std::string kind = j.at("kind").get<std::string>();
+  if (kind == "write-after-read") f.kind = RaceKind::kWriteAfterRead;
+  else if (kind == "write-after-write") f.kind = RaceKind::kWriteAfterWrite;
+  else if (kind == "read-after-write") f.kind = RaceKind::kReadAfterWrite;
+  else throw std::runtime_error("unknown finding kind '" + kind + "'");
+  std::string conf = j.at("confidence").get<std::string>();
+  if (conf != "certain" && conf != "possible") throw std::runtime_error("unknown confidence '" + conf + "'");
+  f.confidence = conf == "certain" ? Confidence::kCertain : Confidence::kPossible;
+  f.mode = get_or<std::string>(j, "mode", "default");
+  const json& acc = j.at("accesses");
+  if (!acc.is_array() || acc.size() != 2) throw std::runtime_error("'accesses' must hold two accesses");
+  f.earlier = acc[0].get<Access>();
+  f.later = acc[1].get<Access>();
+  if (j.contains("overlap")) {
+    f.overlap_addr = hex_or_number(j.at("overlap"), "addr");
+    f.overlap_bytes = get_or<uint64_t>(j.at("overlap"), "bytes", 0);
+  }
+  f.missing_edge = get_or<std::string>(j, "missing_edge", "");
+  if (j.contains("fix")) {
+    const json& fx = j.at("fix");
+    f.fix = get_or<std::string>(fx, "text", "");
+    f.fix_edit.record_stream = hex_or_number(fx, "record_event_on");
+    f.fix_edit.after_seq = get_or<uint64_t>(fx, "after_seq", 0);
+    f.fix_edit.wait_stream = hex_or_number(fx, "wait_on");
+    f.fix_edit.before_seq = get_or<uint64_t>(fx, "before_seq", 0);
+  }
+  f.occurrences = get_or<uint64_t>(j, "occurrences", 1);
+  f.ranks = get_or<std::vector<int>>(j, "ranks", {});
+  f.where.clear();
+  if (j.contains("where"))
+    for (const auto& o : j.at("where"))
+      f.where.push_back(Occurrence{get_or<std::string>(o, "trace", ""), get_or<int>(o, "rank", -1),
+                                   get_or<uint64_t>(o, "count", 0), get_or<uint64_t>(o, "first_seq", 0),
+                                   get_or<uint64_t>(o, "last_seq", 0)});
+}
+
+void to_json(json& j, const Notice& n) { j = json{{"level", n.level}, {"trace", n.trace}, {"text", n.text}}; }
+
+void from_json(const json& j, Notice& n) {
+  n.level = get_or<std::string>(j, "level", "info");
+  n.trace = get_or<std::string>(j, "trace", "");
+  n.text = get_or<std::string>(j, "text", "");
+}
+
+void to_json(json& j, const TraceSummary& t) {
+  j = json{{"path", t.path},         {"host", t.host},         {"pid", t.pid},
+           {"rank", t.rank},         {"capture_status", t.capture_status},
+           {"mode", t.mode},         {"records", t.records},   {"accesses", t.accesses},
+           {"complete", t.complete}, {"truncated", t.truncated}};
+}
+
+void to_json(json& j, const AnalysisResult& r) {
+  uint64_t certain = 0, possible = 0;
+  for (const auto& f : r.findings) (f.confidence == Confidence::kCertain ? certain : possible)++;
+  j = json{{"schema", "streamrace-findings"},
+           {"version", 1},
+           {"summary", {{"findings", r.findings.size()}, {"certain", certain}, {"possible", possible},
+                        {"traces", r.traces.size()}, {"records", r.records}, {"accesses", r.accesses},
+                        {"unanalysed_graph_launches", r.unanalysed_graph_launches}}},
+           {"findings", r.findings},
+           {"notices", r.notices},
+           {"traces", r.traces}};
+}
+
+AnalysisResult result_from_json(const json& j) {
+  if (!j.is_object() || j.value("schema", "") != "streamrace-findings")
+    throw std::runtime_error("not a streamrace findings document (expected \"schema\": \"streamrace-findings\")");
+  if (j.value("version", 0) != 1)
+    throw std::runtime_error("unsupported findings document version " + std::to_string(j.value("version", 0)));
+  if (!j.contains("findings") || !j.at("findings").is_array())
+    throw std::runtime_error("findings document has no \"findings\" array");
+  AnalysisResult r;
+  try {
+    r.findings = j.at("findings").get<std::vector<Finding>>();
+    if (j.contains("notices")) r.notices = j.at("notices").get<std::vector<Notice>>();
+  } catch (const json::exception& e) {
+    throw std::runtime_error(std::string("malformed finding: ") + e.what());
+  }
+  if (j.contains("summary")) {
+    r.records = j.at("summary").value("records", uint64_t(0));
+    r.accesses = j.at("summary").value("accesses", uint64_t(0));
+  }
+  return r;
+}
+
+}  // namespace streamrace::analysis

@@ -1,0 +1,84 @@
+// HappensBefore: the rules of ARCHITECTURE.md's table, one method per CUDA construct.
+// Every stream and every host clock owns a slot in the vector clocks; an operation on a
+// stream gets the epoch clock@slot and the stream's vector clock at that moment.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/vector_clock.h"
+
+namespace streamrace::analysis {
+
+struct StreamState {
+  uint64_t handle = 0;
+  uint32_t slot = 0;
+  uint32_t device = 0;
+  bool legacy = false;      // the legacy default stream of `device`
+  bool per_thread = false;  // a per-thread default stream
+  bool blocking = true;     // synchronises with the legacy default stream
+  bool known = false;       // its creation was traced (or it is implicit)
+  bool capturing = false;   // inside cudaStreamBeginCapture/EndCapture
+  int32_t priority = 0;
+  VectorClock vc;
+  uint64_t host_version_seen = 0;
+  std::string label() const;
+};
+
+struct EventState {
+  bool recorded = false;
+  uint64_t stream = 0;
+  uint64_t record_seq = 0;
+  VectorClock snapshot;
+};
+
+class HappensBefore {
+ public:
+  explicit HappensBefore(bool separate_host_threads, bool unknown_streams_blocking)
+      : separate_threads_(separate_host_threads), unknown_blocking_(unknown_streams_blocking) {}
+
+  // --- streams and events
+  StreamState& stream(uint64_t handle);  // created on first sight when untraced
+  void stream_created(uint64_t handle, uint32_t device, uint32_t flags, int32_t priority);
+  void stream_destroyed(uint64_t handle);
+  void event_created(uint64_t event);
+  // cudaEventRecord(e, S): e's snapshot becomes S's clock (replacing any earlier record).
+  void event_recorded(uint64_t event, uint64_t stream, uint32_t thread, uint64_t seq);
+  // cudaStreamWaitEvent(S, e): S joins e's latest snapshot; never recorded = no edge.
+  void stream_waits(uint64_t stream, uint64_t event, uint32_t thread);
+
+  // --- host-side synchronisation
+  void host_joins_event(uint64_t event, uint32_t thread);   // cudaEventSynchronize, query==success
+  void host_joins_stream(uint64_t stream, uint32_t thread); // cudaStreamSynchronize, query==success
+  void host_joins_device(uint32_t device, uint32_t thread); // cudaDeviceSynchronize, cudaFree, ...
+
+  // --- operations
+  // Starts an op on `stream` issued by host `thread`: applies the launch-from-host rule and
+  // the legacy-stream rules, ticks the stream, and returns the stream (its vc is the op's).
+  StreamState& begin_op(uint64_t stream, uint32_t thread);
+  // Groups (ncclGroupEnd): every stream waits for all others before and after.
+  void join_streams(const std::vector<uint64_t>& streams);
+
+  const std::vector<StreamState*>& streams_by_slot() const { return by_slot_; }
+  const EventState* event(uint64_t e) const;
+  size_t stream_count() const { return streams_.size(); }
+
+ private:
+  VectorClock& host(uint32_t thread);
+  void host_changed() { ++host_version_; }
+  void apply_host(StreamState& s, uint32_t thread);
+
+  bool separate_threads_;
+  bool unknown_blocking_;
+  uint32_t next_slot_ = 1;  // slot 0 is the shared host clock
+  std::unordered_map<uint64_t, StreamState> streams_;
+  std::vector<StreamState*> by_slot_;
+  std::unordered_map<uint64_t, EventState> events_;
+  VectorClock host_;
+  std::unordered_map<uint32_t, VectorClock> thread_hosts_;
+  uint64_t host_version_ = 1;
+};
+
+}  // namespace streamrace::analysis

@@ -1,0 +1,218 @@
+// ShadowMemory: interval maps per allocation and the per-access race check.
+#include "analyzer/shadow_memory.h"
+
+#include <algorithm>
+
+namespace streamrace::analysis {
+
+namespace {
+
+constexpr uint64_t kImplicitGranule = 2ull << 20;
+
+// Splits the segment that strictly contains `off` into two at `off`.
+void split_at(std::vector<Segment>& segs, uint64_t off) {
+  auto it = std::upper_bound(segs.begin(), segs.end(), off, [](uint64_t v, const Segment& s) { return v < s.hi; });
+  if (it == segs.end() || it->lo >= off || off >= it->hi) return;
+  Segment right = *it;
+  it->hi = off;
+  right.lo = off;
+  segs.insert(it + 1, std::move(right));
+}
+
+bool ordered(const VectorClock& vc, const AccessEpoch& e, const AccessEpoch& now) {
+  return e.slot == now.slot || vc.covers(e.slot, e.clock);
+}
+
+}  // namespace
+
+const char* op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::kMemcpy: return "memcpy";
+    case OpKind::kMemset: return "memset";
+    case OpKind::kKernel: return "kernel";
+    case OpKind::kNccl: return "nccl";
+    case OpKind::kFree: return "free";
+  }
+  return "op";
+}
+
+void ShadowMemory::allocate(uint64_t base, uint64_t bytes, uint8_t kind, uint64_t seq) {
+  if (bytes == 0) return;
+  last_ = nullptr;
+  uint64_t end = base + bytes;
+  // Drop stale or implicit regions the new allocation covers.
+  auto it = allocs_.lower_bound(base);
+  if (it != allocs_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->second.base + prev->second.bytes > base) it = prev;
+  }
+  while (it != allocs_.end() && it->first < end) it = allocs_.erase(it);
+
+  AllocationShadow al;
+  al.base = base;
+  al.bytes = bytes;
+  al.kind = kind;
+  al.alloc_seq = seq;
+  // Inherit what stream-ordered frees left at these addresses.
+  auto r = retired_.lower_bound(base);
+  if (r != retired_.begin()) {
+    auto prev = std::prev(r);
+    if (prev->second.base + prev->second.bytes > base) r = prev;
+  }
+  while (r != retired_.end() && r->first < end) {
+    for (const Segment& s : r->second.segs) {
+      uint64_t lo = std::max(s.lo + r->second.base, base), hi = std::min(s.hi + r->second.base, end);
+      if (lo >= hi) continue;
+      Segment c = s;
+      c.lo = lo - base;
+      c.hi = hi - base;
+      al.segs.push_back(std::move(c));
+    }
+    r = retired_.erase(r);
+  }
+  std::sort(al.segs.begin(), al.segs.end(), [](const Segment& a, const Segment& b) { return a.lo < b.lo; });
+  allocs_.emplace(base, std::move(al));
+}
+
+bool ShadowMemory::release(uint64_t base, bool keep_state) {
+  last_ = nullptr;
+  auto it = allocs_.find(base);
+  if (it == allocs_.end()) {
+    AllocationShadow* al = find_mut(base);
+    last_ = nullptr;
+    if (!al || al->kind == 0) return false;
+    it = allocs_.find(al->base);
+  }
+  if (keep_state && !it->second.segs.empty()) {
+    AllocationShadow al = std::move(it->second);
+    allocs_.erase(it);
+    uint64_t end = al.base + al.bytes;
+    auto r = retired_.lower_bound(al.base);
+    while (r != retired_.end() && r->first < end) r = retired_.erase(r);
+    retired_[al.base] = std::move(al);
+  } else {
+    allocs_.erase(it);
+  }
+  return true;
+}
+
+const AllocationShadow* ShadowMemory::find(uint64_t addr) const {
+  auto it = allocs_.upper_bound(addr);
+  if (it == allocs_.begin()) return nullptr;
+  --it;
+  return addr < it->second.base + it->second.bytes ? &it->second : nullptr;
+}
+
+AllocationShadow* ShadowMemory::find_mut(uint64_t addr) {
+  if (last_ && addr >= last_->base && addr < last_->base + last_->bytes) return last_;
+  auto it = allocs_.upper_bound(addr);
+  if (it == allocs_.begin()) return nullptr;
+  --it;
+  if (addr < it->second.base + it->second.bytes) {
+    last_ = &it->second;
+    return last_;
+  }
+  return nullptr;
+}
+
+AllocationShadow& ShadowMemory::implicit_region(uint64_t addr) {
+  uint64_t base = addr & ~(kImplicitGranule - 1);
+  uint64_t end = base + kImplicitGranule;
+  // Never overlap a real allocation: shrink the region to the gap around addr.
+  auto next = allocs_.upper_bound(addr);
+  if (next != allocs_.end()) end = std::min(end, next->first);
+  if (next != allocs_.begin()) {
+    auto prev = std::prev(next);
+    base = std::max(base, prev->second.base + prev->second.bytes);
+  }
+  AllocationShadow al;
+  al.base = base;
+  al.bytes = end - base;
+  al.kind = 0;
+  auto [it, _] = allocs_.emplace(base, std::move(al));
+  last_ = &it->second;
+  return it->second;
+}
+
+void ShadowMemory::access(const AccessEpoch& a, const VectorClock& vc, std::vector<Conflict>& out) {
+  uint64_t addr = a.addr, end = a.addr + a.bytes;
+  if (end <= addr) return;
+  while (addr < end) {
+    AllocationShadow* al = find_mut(addr);
+    if (!al) al = &implicit_region(addr);
+    uint64_t stop = std::min(end, al->base + al->bytes);
+    access_in(*al, addr - al->base, stop - al->base, a, vc, out);
+    addr = stop;
+  }
+}
+
+void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, const AccessEpoch& a,
+                             const VectorClock& vc, std::vector<Conflict>& out) {
+  auto& segs = al.segs;
+  const bool writes = a.write || a.maybe_write;
+  // 1. Check against what overlaps.
+  auto first = std::upper_bound(segs.begin(), segs.end(), lo, [](uint64_t v, const Segment& s) { return v < s.hi; });
+  for (auto it = first; it != segs.end() && it->lo < hi; ++it) {
+    uint64_t olo = std::max(it->lo, lo) + al.base, ohi = std::min(it->hi, hi) + al.base;
+    if (it->has_write && !ordered(vc, it->write, a)) out.push_back(Conflict{it->write, true, olo, ohi});
+    for (const AccessEpoch& r : it->reads) {
+      if (ordered(vc, r, a)) continue;
+      if (writes || r.maybe_write) out.push_back(Conflict{r, r.maybe_write, olo, ohi});
+    }
+  }
+  // 2. Record it. Fast path: one segment exactly covering the range.
+  if (first != segs.end() && first->lo == lo && first->hi == hi) {
+    Segment& s = *first;
+    if (a.write) {
+      s.has_write = true;
+      s.write = a;
+      s.reads.clear();
+    } else {
+      std::erase_if(s.reads, [&](const AccessEpoch& r) { return r.maybe_write == a.maybe_write && ordered(vc, r, a); });
+      s.reads.push_back(a);
+    }
+    return;
+  }
+  split_at(segs, lo);
+  split_at(segs, hi);
+  auto i = std::lower_bound(segs.begin(), segs.end(), lo, [](const Segment& s, uint64_t v) { return s.lo < v; });
+  auto j = i;
+  while (j != segs.end() && j->hi <= hi) ++j;
+  if (a.write) {
+    Segment s;
+    s.lo = lo;
+    s.hi = hi;
+    s.has_write = true;
+    s.write = a;
+    i = segs.erase(i, j);
+    segs.insert(i, std::move(s));
+    return;
+  }
+  std::vector<Segment> mid;
+  uint64_t cursor = lo;
+  for (auto k = i; k != j; ++k) {
+    if (k->lo > cursor) {
+      Segment gap;
+      gap.lo = cursor;
+      gap.hi = k->lo;
+      gap.reads.push_back(a);
+      mid.push_back(std::move(gap));
+    }
+    Segment s = std::move(*k);
+    std::erase_if(s.reads, [&](const AccessEpoch& r) { return r.maybe_write == a.maybe_write && ordered(vc, r, a); });
+    s.reads.push_back(a);
+    cursor = s.hi;
+    mid.push_back(std::move(s));
+  }
+  if (cursor < hi) {
+    Segment gap;
+    gap.lo = cursor;
+    gap.hi = hi;
+    gap.reads.push_back(a);
+    mid.push_back(std::move(gap));
+  }
+  i = segs.erase(i, j);
+  segs.insert(i, std::make_move_iterator(mid.begin()), std::make_move_iterator(mid.end()));
+}
+
+}  // namespace streamrace::analysis

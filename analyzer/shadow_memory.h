@@ -1,0 +1,81 @@
+// ShadowMemory: for every live allocation, an interval map from byte range to the last
+// write and the reads since (FastTrack-style epochs: clock@slot). Checking an access against
+// it yields the conflicting earlier accesses; applying it updates the map.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "analyzer/vector_clock.h"
+
+namespace streamrace::analysis {
+
+enum class OpKind : uint8_t { kMemcpy = 0, kMemset = 1, kKernel = 2, kNccl = 3, kFree = 4 };
+const char* op_kind_name(OpKind k);
+
+// One access by one operation, as stored in the shadow. Kept small: segments hold these.
+struct AccessEpoch {
+  uint64_t seq = 0;       // call sequence number of the op
+  uint64_t addr = 0;      // the op's whole access range (not only this segment)
+  uint64_t bytes = 0;
+  uint32_t slot = 0;      // clock slot of the op's stream
+  uint32_t clock = 0;     // the stream's clock at the op
+  uint32_t stack_id = 0;
+  uint32_t name_id = 0;   // string id: kernel name or API name
+  uint32_t thread = 0;
+  OpKind op = OpKind::kMemcpy;
+  bool write = false;     // exact write
+  bool also_reads = false;   // a write that reads the same bytes first (in-place collectives)
+  bool maybe_write = false;  // kernel pointer argument: direction and extent unknown
+};
+
+struct Segment {
+  uint64_t lo = 0, hi = 0;  // offsets in the allocation, [lo, hi)
+  bool has_write = false;
+  AccessEpoch write;
+  std::vector<AccessEpoch> reads;  // at most one plain and one maybe-write entry per slot
+};
+
+struct AllocationShadow {
+  uint64_t base = 0;
+  uint64_t bytes = 0;
+  uint8_t kind = 0;       // trace::AllocKind, 0 = implicit (memory the trace never saw allocated)
+  uint64_t alloc_seq = 0;
+  std::vector<Segment> segs;  // sorted, disjoint
+};
+
+struct Conflict {
+  AccessEpoch earlier;
+  bool earlier_is_write;  // false: it was a read (or a maybe-write kernel stored as read)
+  uint64_t lo, hi;        // absolute overlapping byte range
+};
+
+class ShadowMemory {
+ public:
+  // Registers an allocation. Frees that left stream-ordered state behind (cudaFreeAsync)
+  // hand that state to a new allocation at the same addresses.
+  void allocate(uint64_t base, uint64_t bytes, uint8_t kind, uint64_t seq);
+  // Ends an allocation. With `keep_state`, the range's shadow lives on until reallocated
+  // (stream-ordered frees). Returns false when nothing was allocated at `base`.
+  bool release(uint64_t base, bool keep_state);
+  // Checks `a` (with the issuing stream's vector clock `vc`) over [addr, addr+bytes) and
+  // records it. Conflicts are appended to `out`.
+  void access(const AccessEpoch& a, const VectorClock& vc, std::vector<Conflict>& out);
+  // The allocation holding `addr`, or nullptr.
+  const AllocationShadow* find(uint64_t addr) const;
+  size_t live_allocations() const { return allocs_.size(); }
+
+ private:
+  AllocationShadow* find_mut(uint64_t addr);
+  AllocationShadow& implicit_region(uint64_t addr);
+  void access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, const AccessEpoch& a, const VectorClock& vc,
+                 std::vector<Conflict>& out);
+
+  std::map<uint64_t, AllocationShadow> allocs_;   // by base
+  std::map<uint64_t, AllocationShadow> retired_;  // stream-ordered frees awaiting reuse
+  AllocationShadow* last_ = nullptr;              // one-entry lookup cache
+};
+
+}  // namespace streamrace::analysis

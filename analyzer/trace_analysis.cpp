@@ -1,0 +1,559 @@
+// TraceAnalysis: decoding records into happens-before steps and byte-range accesses.
+#include "analyzer/trace_analysis.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace streamrace::analysis {
+
+using namespace streamrace::trace;
+
+namespace {
+
+bool has_call_info(RecordKind k) {
+  switch (k) {
+    case RecordKind::kStringDef:
+    case RecordKind::kStackDef:
+    case RecordKind::kKernelAccess:
+    case RecordKind::kOpTiming:
+    case RecordKind::kNotice:
+      return false;
+    default:
+      return true;
+  }
+}
+
+const char* alloc_kind_name(uint8_t k) {
+  switch (AllocKind(k)) {
+    case AllocKind::kDevice: return "cudaMalloc";
+    case AllocKind::kAsync: return "cudaMallocAsync";
+    case AllocKind::kManaged: return "cudaMallocManaged";
+    case AllocKind::kHostPinned: return "cudaHostAlloc";
+    case AllocKind::kHostRegistered: return "cudaHostRegister";
+    case AllocKind::kVmmMap: return "cuMemMap";
+  }
+  return "untracked memory";
+}
+
+template <typename T>
+T body_as(std::span<const uint8_t> body) {
+  T out{};
+  std::memcpy(&out, body.data(), std::min(body.size(), sizeof(T)));
+  return out;
+}
+
+}  // namespace
+
+TraceAnalysis::TraceAnalysis(std::string path, const AnalyzerOptions& opts)
+    : path_(std::move(path)), opts_(opts), hb_(opts.separate_host_threads, opts.unknown_streams_blocking) {
+  strings_.emplace_back();  // id 0 = none
+}
+
+const std::string& TraceAnalysis::str(uint32_t id) const {
+  static const std::string empty;
+  return id < strings_.size() ? strings_[id] : empty;
+}
+
+void TraceAnalysis::run() {
+  TraceReader reader(path_);
+  const TraceHeader& h = reader.header();
+  summary_.path = path_;
+  summary_.host = h.host;
+  summary_.pid = h.pid;
+  summary_.rank = h.rank;
+  summary_.capture_status = h.capture_status;
+  summary_.mode = h.mode;
+  if (h.capture_status != "ok")
+    notices_.push_back({"error", path_,
+                        "CUDA calls were not captured in this process (" + h.capture_status +
+                            "): its trace cannot show races; free the CUPTI slot (Nsight, the PyTorch profiler or "
+                            "compute-sanitizer hold it) and run again"});
+  reader.for_each([this](const RecordView& r) { process(r); });
+  // Whatever is still waiting for a missing sequence number runs in order now.
+  if (!reorder_.empty()) {
+    seq_gaps_ += reorder_.begin()->first - next_seq_;
+    auto pending = std::move(reorder_);
+    reorder_.clear();
+    for (auto& [seq, rec] : pending) dispatch(rec.first, rec.second);
+  }
+  for (const auto& w : reader.warnings()) notices_.push_back({"warning", path_, w});
+  if (seq_gaps_)
+    notices_.push_back({"warning", path_,
+                        fmt::format("{} call records are missing from the sequence (records lost?)", seq_gaps_)});
+  if (graph_launches_)
+    notices_.push_back({"warning", path_,
+                        fmt::format("{} CUDA graph launches were not analysed: work inside graphs is not modelled yet, "
+                                    "so races inside them or against them are not reported",
+                                    graph_launches_)});
+  if (captured_ops_)
+    notices_.push_back({"warning", path_,
+                        fmt::format("{} operations issued during stream capture were not analysed", captured_ops_)});
+  summary_.records = reader.stats().records;
+  summary_.complete = reader.stats().complete;
+  summary_.truncated = reader.stats().truncated;
+  if (summary_.rank < 0 && comm_rank_ >= 0) summary_.rank = comm_rank_;
+  if (comm_rank_ >= 0) summary_.rank = comm_rank_;
+}
+
+void TraceAnalysis::process(const RecordView& r) {
+  if (!has_call_info(r.kind)) {
+    dispatch(r.kind, r.body);
+    return;
+  }
+  uint64_t seq;
+  if (r.body.size() < sizeof(CallInfo)) return;
+  std::memcpy(&seq, r.body.data(), sizeof(seq));
+  if (seq == next_seq_ && reorder_.empty()) {
+    ++next_seq_;
+    dispatch(r.kind, r.body);
+    return;
+  }
+  if (seq < next_seq_) return;  // duplicate
+  reorder_.emplace(seq, std::make_pair(r.kind, std::vector<uint8_t>(r.body.begin(), r.body.end())));
+  while (!reorder_.empty() && reorder_.begin()->first == next_seq_) {
+    auto node = reorder_.extract(reorder_.begin());
+    ++next_seq_;
+    dispatch(node.mapped().first, node.mapped().second);
+  }
+  // A record that never comes must not make us hold the rest of the file.
+  if (reorder_.size() > (1u << 20)) {
+    seq_gaps_ += reorder_.begin()->first - next_seq_;
+    next_seq_ = reorder_.begin()->first;
+    while (!reorder_.empty() && reorder_.begin()->first == next_seq_) {
+      auto node = reorder_.extract(reorder_.begin());
+      ++next_seq_;
+      dispatch(node.mapped().first, node.mapped().second);
+    }
+  }
+}
+
+void TraceAnalysis::dispatch(RecordKind kind, std::span<const uint8_t> body) {
+  switch (kind) {
+    case RecordKind::kStringDef: {
+      auto h = body_as<StringDefHead>(body);
+      if (h.id >= 0x4000'0000u) return;
+      if (h.id >= strings_.size()) strings_.resize(h.id + 1);
+      strings_[h.id].assign(reinterpret_cast<const char*>(body.data()) + sizeof(h), body.size() - sizeof(h));
+      return;
+    }
+    case RecordKind::kStackDef: {
+      auto h = body_as<StackDefHead>(body);
+      size_t n = std::min<size_t>(h.nframes, (body.size() - sizeof(h)) / sizeof(StackFrame));
+      std::vector<StackFrame> frames(n);
+      if (n) std::memcpy(frames.data(), body.data() + sizeof(h), n * sizeof(StackFrame));
+      stacks_[h.id] = std::move(frames);
+      return;
+    }
+    case RecordKind::kNotice: {
+      auto h = body_as<NoticeHead>(body);
+      std::string text(reinterpret_cast<const char*>(body.data()) + sizeof(h), body.size() - sizeof(h));
+      const char* lvl = h.level == NoticeLevel::kError ? "error" : h.level == NoticeLevel::kWarning ? "warning" : "info";
+      notices_.push_back({lvl, path_, text});
+      return;
+    }
+    case RecordKind::kStreamCreate: {
+      auto r = body_as<StreamCreate>(body);
+      hb_.stream_created(r.stream, r.device, r.flags, r.priority);
+      return;
+    }
+    case RecordKind::kStreamDestroy:
+      hb_.stream_destroyed(body_as<StreamDestroy>(body).stream);
+      return;
+    case RecordKind::kEventCreate:
+      hb_.event_created(body_as<EventCreate>(body).event);
+      return;
+    case RecordKind::kEventDestroy:
+      return;
+    case RecordKind::kEventRecord: {
+      auto r = body_as<EventRecord>(body);
+      if (skip_captured(hb_.stream(r.stream))) return;
+      hb_.event_recorded(r.event, r.stream, r.call.thread, r.call.seq);
+      return;
+    }
+    case RecordKind::kStreamWaitEvent: {
+      auto r = body_as<StreamWaitEvent>(body);
+      hb_.stream_waits(r.stream, r.event, r.call.thread);
+      return;
+    }
+    case RecordKind::kEventSynchronize: {
+      auto r = body_as<EventSynchronize>(body);
+      hb_.host_joins_event(r.event, r.call.thread);
+      return;
+    }
+    case RecordKind::kEventQuery: {
+      auto r = body_as<EventQuery>(body);
+      if (r.result == 0) hb_.host_joins_event(r.event, r.call.thread);
+      return;
+    }
+    case RecordKind::kStreamSynchronize: {
+      auto r = body_as<StreamSynchronize>(body);
+      hb_.host_joins_stream(r.stream, r.call.thread);
+      return;
+    }
+    case RecordKind::kStreamQuery: {
+      auto r = body_as<StreamQuery>(body);
+      if (r.result == 0) hb_.host_joins_stream(r.stream, r.call.thread);
+      return;
+    }
+    case RecordKind::kDeviceSynchronize: {
+      auto r = body_as<DeviceSynchronize>(body);
+      hb_.host_joins_device(r.device, r.call.thread);
+      return;
+    }
+    case RecordKind::kKernelLaunch:
+      on_kernel(body_as<KernelLaunchHead>(body),
+                body.size() > sizeof(KernelLaunchHead) ? body.subspan(sizeof(KernelLaunchHead)) : std::span<const uint8_t>{});
+      return;
+    case RecordKind::kMemcpy:
+      on_memcpy(body_as<Memcpy>(body));
+      return;
+    case RecordKind::kMemset:
+      on_memset(body_as<Memset>(body));
+      return;
+    case RecordKind::kKernelAccess:
+      return;  // precise tier: consumed with its launch (not produced by the default tier)
+    case RecordKind::kAlloc:
+      on_alloc(body_as<Alloc>(body));
+      return;
+    case RecordKind::kFree:
+      on_free(body_as<Free>(body));
+      return;
+    case RecordKind::kNcclCommInit: {
+      auto r = body_as<NcclCommInit>(body);
+      if (r.nranks > comm_size_) {
+        comm_size_ = r.nranks;
+        comm_rank_ = r.rank;
+      }
+      return;
+    }
+    case RecordKind::kNcclCall: {
+      auto r = body_as<NcclCall>(body);
+      if (r.group_depth > 0) {
+        group_ops_.push_back(r);
+        return;
+      }
+      on_nccl(r);
+      return;
+    }
+    case RecordKind::kNcclGroupStart:
+      return;
+    case RecordKind::kNcclGroupEnd:
+      on_group_end(body_as<NcclGroupEnd>(body));
+      return;
+    case RecordKind::kGraphLaunch: {
+      auto r = body_as<GraphLaunch>(body);
+      ++graph_launches_;
+      hb_.begin_op(r.stream, r.call.thread);
+      return;
+    }
+    case RecordKind::kStreamCapture: {
+      auto r = body_as<StreamCapture>(body);
+      hb_.stream(r.stream).capturing = r.begin != 0;
+      return;
+    }
+    case RecordKind::kOpTiming:
+      return;
+  }
+  // Unknown kinds from a newer writer are skipped.
+}
+
+bool TraceAnalysis::skip_captured(const StreamState& s) {
+  if (!s.capturing) return false;
+  ++captured_ops_;
+  return true;
+}
+
+AccessEpoch TraceAnalysis::epoch_for(const CallInfo& c, const StreamState& s, OpKind op, uint32_t name_id) const {
+  AccessEpoch e;
+  e.seq = c.seq;
+  e.slot = s.slot;
+  e.clock = s.vc.get(s.slot);
+  e.stack_id = c.stack_id;
+  e.name_id = name_id;
+  e.thread = c.thread;
+  e.op = op;
+  return e;
+}
+
+void TraceAnalysis::on_memcpy(const Memcpy& m) {
+  StreamState& probe = hb_.stream(m.stream);
+  if (skip_captured(probe)) return;
+  const bool pageable_src = m.src_mem == MemKind::kPageableHost;
+  const bool pageable_dst = m.dst_mem == MemKind::kPageableHost;
+  // NVIDIA's "API synchronization behavior": copies from pageable host memory synchronise
+  // with the stream before they start.
+  if (pageable_src && m.dst_mem != MemKind::kPageableHost) hb_.host_joins_stream(m.stream, m.call.thread);
+  StreamState& s = hb_.begin_op(m.stream, m.call.thread);
+  AccessEpoch base = epoch_for(m.call, s, OpKind::kMemcpy, m.call.api_id);
+  scratch_.clear();
+  if (m.bytes) {
+    AccessEpoch rd = base;
+    rd.addr = m.src;
+    rd.bytes = m.bytes;
+    AccessEpoch wr = base;
+    wr.addr = m.dst;
+    wr.bytes = m.bytes;
+    wr.write = true;
+    scratch_.push_back(rd);
+    scratch_.push_back(wr);
+  }
+  apply(s, scratch_);
+  // When the host waits for the copy to finish.
+  bool host_waits;
+  if (!m.is_async) {
+    host_waits = m.copy_kind != CopyKind::kDeviceToDevice && !(pageable_src && !pageable_dst);
+    if (m.src_mem == MemKind::kDevice && m.dst_mem == MemKind::kDevice) host_waits = false;
+  } else {
+    host_waits = pageable_dst && !pageable_src;  // device to pageable host: staged, synchronous
+  }
+  if (host_waits) hb_.host_joins_stream(m.stream, m.call.thread);
+}
+
+void TraceAnalysis::on_memset(const Memset& m) {
+  StreamState& probe = hb_.stream(m.stream);
+  if (skip_captured(probe)) return;
+  StreamState& s = hb_.begin_op(m.stream, m.call.thread);
+  scratch_.clear();
+  if (m.bytes) {
+    AccessEpoch wr = epoch_for(m.call, s, OpKind::kMemset, m.call.api_id);
+    wr.addr = m.dst;
+    wr.bytes = m.bytes;
+    wr.write = true;
+    scratch_.push_back(wr);
+  }
+  apply(s, scratch_);
+  if (!m.is_async && (m.dst_mem == MemKind::kPinnedHost || m.dst_mem == MemKind::kPageableHost))
+    hb_.host_joins_stream(m.stream, m.call.thread);
+}
+
+void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t> tail) {
+  StreamState& probe = hb_.stream(k.stream);
+  if (skip_captured(probe)) return;
+  StreamState& s = hb_.begin_op(k.stream, k.call.thread);
+  AccessEpoch base = epoch_for(k.call, s, OpKind::kKernel, k.name_id);
+  base.maybe_write = true;
+  scratch_.clear();
+  size_t n = std::min<size_t>(k.nptrs, tail.size() / sizeof(uint64_t));
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t p;
+    std::memcpy(&p, tail.data() + i * sizeof(uint64_t), sizeof(p));
+    const AllocationShadow* al = shadow_.find(p);
+    if (!al || al->kind == 0) continue;  // only pointers into memory we saw allocated
+    AccessEpoch e = base;
+    e.addr = p;
+    e.bytes = al->base + al->bytes - p;  // extent unknown: from the pointer to the end
+    scratch_.push_back(e);
+  }
+  apply(s, scratch_);
+}
+
+void TraceAnalysis::nccl_accesses(const NcclCall& n, const AccessEpoch& proto, std::vector<AccessEpoch>& out) const {
+  const uint64_t es = nccl_type_size(n.datatype);
+  const uint64_t nr = uint64_t(std::max(n.nranks, 1));
+  const bool root = n.root_or_peer == n.rank;
+  uint64_t rd_bytes = 0, wr_bytes = 0;
+  bool reads = true, writes = true;
+  switch (n.op) {
+    case NcclOp::kAllReduce: rd_bytes = wr_bytes = n.count * es; break;
+    case NcclOp::kBroadcast: rd_bytes = wr_bytes = n.count * es; reads = root; break;
+    case NcclOp::kReduce: rd_bytes = wr_bytes = n.count * es; writes = root; break;
+    case NcclOp::kReduceScatter: rd_bytes = nr * n.count * es; wr_bytes = n.count * es; break;
+    case NcclOp::kAllGather: rd_bytes = n.count * es; wr_bytes = nr * n.count * es; break;
+    case NcclOp::kAlltoAll: rd_bytes = wr_bytes = nr * n.count * es; break;
+    case NcclOp::kGather: rd_bytes = n.count * es; wr_bytes = nr * n.count * es; writes = root; break;
+    case NcclOp::kScatter: rd_bytes = nr * n.count * es; wr_bytes = n.count * es; reads = root; break;
+    case NcclOp::kSend: rd_bytes = n.count * es; writes = false; break;
+    case NcclOp::kRecv: wr_bytes = n.count * es; reads = false; break;
+  }
+  if (n.op == NcclOp::kSend && !n.sendbuff) return;
+  AccessEpoch rd = proto, wr = proto;
+  rd.addr = n.op == NcclOp::kRecv ? 0 : n.sendbuff;
+  rd.bytes = rd_bytes;
+  wr.addr = n.op == NcclOp::kSend ? 0 : n.recvbuff;
+  wr.bytes = wr_bytes;
+  wr.write = true;
+  bool rd_ok = reads && rd.bytes && rd.addr;
+  bool wr_ok = writes && wr.bytes && wr.addr;
+  // One access when the write covers the read exactly (in place).
+  if (rd_ok && wr_ok && rd.addr >= wr.addr && rd.addr + rd.bytes <= wr.addr + wr.bytes) {
+    wr.also_reads = true;
+    out.push_back(wr);
+    return;
+  }
+  if (rd_ok) out.push_back(rd);
+  if (wr_ok) out.push_back(wr);
+}
+
+void TraceAnalysis::on_nccl(const NcclCall& n) {
+  StreamState& probe = hb_.stream(n.stream);
+  if (skip_captured(probe)) return;
+  StreamState& s = hb_.begin_op(n.stream, n.call.thread);
+  scratch_.clear();
+  nccl_accesses(n, epoch_for(n.call, s, OpKind::kNccl, n.call.api_id), scratch_);
+  apply(s, scratch_);
+}
+
+void TraceAnalysis::on_group_end(const NcclGroupEnd& g) {
+  if (g.depth > 0 || group_ops_.empty()) return;
+  // The group's operations are issued now. Its streams wait for each other before NCCL's
+  // kernel, and are all held until it completes.
+  std::vector<uint64_t> streams;
+  for (const auto& op : group_ops_)
+    if (std::find(streams.begin(), streams.end(), op.stream) == streams.end()) streams.push_back(op.stream);
+  for (uint64_t h : streams) hb_.begin_op(h, g.call.thread);
+  hb_.join_streams(streams);
+  for (const auto& op : group_ops_) {
+    StreamState& s = hb_.stream(op.stream);
+    if (skip_captured(s)) continue;
+    scratch_.clear();
+    nccl_accesses(op, epoch_for(op.call, s, OpKind::kNccl, op.call.api_id), scratch_);
+    apply(s, scratch_);
+  }
+  hb_.join_streams(streams);
+  group_ops_.clear();
+}
+
+void TraceAnalysis::on_alloc(const Alloc& a) {
+  shadow_.allocate(a.ptr, a.bytes, uint8_t(a.kind), a.call.seq);
+}
+
+void TraceAnalysis::on_free(const Free& f) {
+  switch (f.kind) {
+    case AllocKind::kAsync: {
+      // Stream-ordered free: a write by the freeing stream over the whole allocation, whose
+      // shadow lives on for whoever gets these addresses next.
+      const AllocationShadow* al = shadow_.find(f.ptr);
+      if (!al) return;
+      uint64_t base = al->base, bytes = al->bytes;
+      uint64_t stream = f.stream ? f.stream : legacy_stream(f.device);
+      StreamState& s = hb_.begin_op(stream, f.call.thread);
+      AccessEpoch e = epoch_for(f.call, s, OpKind::kFree, f.call.api_id);
+      e.addr = base;
+      e.bytes = bytes;
+      e.write = true;
+      scratch_.clear();
+      scratch_.push_back(e);
+      apply(s, scratch_);
+      shadow_.release(base, true);
+      return;
+    }
+    case AllocKind::kVmmMap:
+      shadow_.release(f.ptr, false);
+      return;
+    default:
+      // cudaFree, cudaFreeHost: the device synchronises first (implicit synchronisation).
+      hb_.host_joins_device(f.device, f.call.thread);
+      shadow_.release(f.ptr, false);
+      return;
+  }
+}
+
+void TraceAnalysis::apply(StreamState& s, std::vector<AccessEpoch>& accesses) {
+  for (const AccessEpoch& a : accesses) {
+    ++summary_.accesses;
+    conflicts_.clear();
+    shadow_.access(a, s.vc, conflicts_);
+    if (conflicts_.empty()) continue;
+    // Per earlier stream, keep the conflict that matters for a fix: the latest one (an event
+    // after it orders everything before it on that stream), preferring exact accesses.
+    std::sort(conflicts_.begin(), conflicts_.end(), [](const Conflict& x, const Conflict& y) {
+      if (x.earlier.slot != y.earlier.slot) return x.earlier.slot < y.earlier.slot;
+      if (x.earlier.maybe_write != y.earlier.maybe_write) return !x.earlier.maybe_write;
+      return x.earlier.seq > y.earlier.seq;
+    });
+    uint32_t last_slot = UINT32_MAX;
+    for (const Conflict& c : conflicts_) {
+      if (c.earlier.slot == last_slot) continue;
+      last_slot = c.earlier.slot;
+      const bool later_writes = a.write || a.maybe_write;
+      const bool earlier_writes = c.earlier.write || c.earlier.maybe_write;
+      RaceKind kind = later_writes ? (earlier_writes ? RaceKind::kWriteAfterWrite : RaceKind::kWriteAfterRead)
+                                   : RaceKind::kReadAfterWrite;
+      Confidence conf = (a.maybe_write || c.earlier.maybe_write) ? Confidence::kPossible : Confidence::kCertain;
+      std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", int(kind), int(conf), c.earlier.stack_id,
+                                    c.earlier.name_id, int(c.earlier.op), c.earlier.write, c.earlier.also_reads,
+                                    a.stack_id, a.name_id, int(a.op), a.write, a.also_reads);
+      auto [it, inserted] = pending_index_.emplace(key, pending_.size());
+      if (inserted) {
+        PendingFinding pf{};
+        pf.kind = kind;
+        pf.confidence = conf;
+        pf.earlier = c.earlier;
+        pf.later = a;
+        const StreamState* es = hb_.streams_by_slot()[c.earlier.slot];
+        pf.earlier_stream = es ? es->handle : 0;
+        pf.earlier_label = es ? es->label() : "unknown stream";
+        pf.later_stream = s.handle;
+        pf.later_label = s.label();
+        pf.overlap_lo = c.lo;
+        pf.overlap_hi = c.hi;
+        const AllocationShadow* al = shadow_.find(c.lo);
+        pf.alloc_base = al ? al->base : 0;
+        pf.alloc_bytes = al ? al->bytes : 0;
+        pf.alloc_kind = al ? al->kind : 0;
+        pf.seen_clock = s.vc.get(c.earlier.slot);
+        pf.first_seq = a.seq;
+        pending_.push_back(std::move(pf));
+      }
+      PendingFinding& pf = pending_[it->second];
+      if (pf.last_seq != a.seq || pf.count == 0) ++pf.count;
+      pf.last_seq = a.seq;
+    }
+  }
+}
+
+std::vector<Frame> TraceAnalysis::resolve_stack(uint32_t id) const {
+  std::vector<Frame> out;
+  auto it = stacks_.find(id);
+  if (it == stacks_.end()) return out;
+  for (const StackFrame& f : it->second)
+    out.push_back(Frame{str(f.file_id), str(f.function_id), f.line, f.kind == FrameKind::kPython, f.pc});
+  return out;
+}
+
+Access TraceAnalysis::make_access(const AccessEpoch& e, uint64_t stream, const std::string& label,
+                                  const PendingFinding& pf) const {
+  Access a;
+  a.op = str(e.name_id);
+  if (a.op.empty()) a.op = op_kind_name(e.op);
+  a.op_kind = op_kind_name(e.op);
+  a.direction = e.maybe_write ? "read or write" : e.write ? (e.also_reads ? "read and write" : "write") : "read";
+  a.exact = !e.maybe_write;
+  a.stream = stream;
+  a.stream_label = label;
+  a.addr = e.addr;
+  a.bytes = e.bytes;
+  a.alloc_base = pf.alloc_base;
+  a.alloc_bytes = pf.alloc_bytes;
+  a.alloc_kind = alloc_kind_name(pf.alloc_kind);
+  a.seq = e.seq;
+  a.thread = e.thread;
+  a.stack = resolve_stack(e.stack_id);
+  return a;
+}
+
+std::vector<Finding> TraceAnalysis::findings() const {
+  std::vector<Finding> out;
+  for (const PendingFinding& pf : pending_) {
+    Finding f;
+    f.kind = pf.kind;
+    f.confidence = pf.confidence;
+    f.mode = summary_.mode.empty() ? "default" : summary_.mode;
+    f.earlier = make_access(pf.earlier, pf.earlier_stream, pf.earlier_label, pf);
+    f.later = make_access(pf.later, pf.later_stream, pf.later_label, pf);
+    f.overlap_addr = pf.overlap_lo;
+    f.overlap_bytes = pf.overlap_hi - pf.overlap_lo;
+    f.fix_edit = FixEdit{pf.earlier_stream, pf.earlier.seq, pf.later_stream, pf.later.seq};
+    describe_missing_edge(f, pf.seen_clock, pf.earlier.clock);
+    f.fingerprint = fingerprint_of(f);
+    f.occurrences = pf.count;
+    f.ranks = {summary_.rank};
+    f.where.push_back(Occurrence{path_, summary_.rank, pf.count, pf.first_seq, pf.last_seq});
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace streamrace::analysis

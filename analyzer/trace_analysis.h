@@ -1,0 +1,83 @@
+// TraceAnalysis: one trace file through the happens-before engine and the shadow memory.
+// Puts records back in call order, turns each operation into byte-range accesses, and
+// gathers conflicts into findings (one per distinct pair of sites).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analyzer/analyzer.h"
+#include "analyzer/happens_before.h"
+#include "analyzer/shadow_memory.h"
+#include "traceformat/trace_file.h"
+
+namespace streamrace::analysis {
+
+class TraceAnalysis {
+ public:
+  TraceAnalysis(std::string path, const AnalyzerOptions& opts);
+  // Reads and analyses the whole file. Throws trace::TraceError on unreadable input.
+  void run();
+  // Findings of this trace (fingerprinted, stacks resolved), notices and summary.
+  std::vector<Finding> findings() const;
+  const std::vector<Notice>& notices() const { return notices_; }
+  const TraceSummary& summary() const { return summary_; }
+  uint64_t graph_launches() const { return graph_launches_; }
+
+ private:
+  struct PendingFinding {
+    RaceKind kind;
+    Confidence confidence;
+    AccessEpoch earlier, later;
+    uint64_t earlier_stream, later_stream;
+    std::string earlier_label, later_label;
+    uint64_t overlap_lo, overlap_hi;
+    uint64_t alloc_base, alloc_bytes;
+    uint8_t alloc_kind;
+    uint32_t seen_clock;  // the later stream's knowledge of the earlier stream's clock
+    uint64_t count = 0;
+    uint64_t first_seq = 0, last_seq = 0;
+  };
+
+  void process(const trace::RecordView& r);
+  void dispatch(trace::RecordKind kind, std::span<const uint8_t> body);
+  void on_memcpy(const trace::Memcpy& m);
+  void on_memset(const trace::Memset& m);
+  void on_kernel(const trace::KernelLaunchHead& k, std::span<const uint8_t> tail);
+  void on_nccl(const trace::NcclCall& n);
+  void on_group_end(const trace::NcclGroupEnd& g);
+  void on_alloc(const trace::Alloc& a);
+  void on_free(const trace::Free& f);
+  // Applies one op's accesses on its (already begun) stream and collects findings.
+  void apply(StreamState& s, std::vector<AccessEpoch>& accesses);
+  void nccl_accesses(const trace::NcclCall& n, const AccessEpoch& proto, std::vector<AccessEpoch>& out) const;
+  AccessEpoch epoch_for(const trace::CallInfo& c, const StreamState& s, OpKind op, uint32_t name_id) const;
+  bool skip_captured(const StreamState& s);
+  Access make_access(const AccessEpoch& e, uint64_t stream, const std::string& label,
+                     const PendingFinding& pf) const;
+  std::vector<Frame> resolve_stack(uint32_t id) const;
+  const std::string& str(uint32_t id) const;
+
+  std::string path_;
+  AnalyzerOptions opts_;
+  HappensBefore hb_;
+  ShadowMemory shadow_;
+  std::vector<std::string> strings_;
+  std::unordered_map<uint32_t, std::vector<trace::StackFrame>> stacks_;
+  uint64_t next_seq_ = 0;
+  std::map<uint64_t, std::pair<trace::RecordKind, std::vector<uint8_t>>> reorder_;
+  std::vector<trace::NcclCall> group_ops_;
+  std::vector<PendingFinding> pending_;
+  std::unordered_map<std::string, size_t> pending_index_;
+  std::vector<Conflict> conflicts_;
+  std::vector<AccessEpoch> scratch_;
+  std::vector<Notice> notices_;
+  TraceSummary summary_;
+  uint64_t graph_launches_ = 0, captured_ops_ = 0, seq_gaps_ = 0;
+  int comm_rank_ = -1, comm_size_ = 0;
+};
+
+}  // namespace streamrace::analysis

@@ -1,0 +1,111 @@
+// `streamrace analyze`: trace files or directories in, report out.
+#include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <fstream>
+#include <iostream>
+
+#include "analyzer/analyzer.h"
+#include "cli/command_registry.h"
+#include "report/formats.h"
+#include "report/text_report.h"
+#include "traceformat/trace_file.h"
+
+namespace streamrace::cli {
+namespace {
+
+struct AnalyzeArgs {
+  std::vector<std::string> inputs;
+  std::vector<std::string> formats;
+  std::string output;
+  int error_exitcode = kExitRaces;
+  bool separate_threads = false;
+  bool unknown_blocking = false;
+  bool no_color = false;
+  std::string source_root;
+};
+
+// "json=out.json" -> ("json", "out.json"); "text" -> ("text", "").
+std::pair<std::string, std::string> split_format(const std::string& spec) {
+  auto eq = spec.find('=');
+  if (eq == std::string::npos) return {spec, ""};
+  return {spec.substr(0, eq), spec.substr(eq + 1)};
+}
+
+int run_analyze(const AnalyzeArgs& a) {
+  std::vector<std::pair<std::string, std::string>> outs;
+  for (const auto& spec : a.formats.empty() ? std::vector<std::string>{"text"} : a.formats) {
+    auto [name, file] = split_format(spec);
+    if (!report::is_format(name)) {
+      std::cerr << "streamrace analyze: unknown format '" << name << "' (choose from:";
+      for (const auto& n : report::format_names()) std::cerr << " " << n;
+      std::cerr << ")\n";
+      return kExitBadInput;
+    }
+    outs.emplace_back(name, file);
+  }
+  if (!a.output.empty()) {
+    if (outs.size() != 1 || !outs[0].second.empty()) {
+      std::cerr << "streamrace analyze: -o goes with a single --format; use --format NAME=FILE for several\n";
+      return kExitBadInput;
+    }
+    outs[0].second = a.output;
+  }
+  analysis::AnalysisResult result;
+  try {
+    analysis::AnalyzerOptions opts;
+    opts.separate_host_threads = a.separate_threads;
+    opts.unknown_streams_blocking = a.unknown_blocking;
+    analysis::Analyzer analyzer(opts);
+    for (const auto& path : analysis::expand_trace_inputs(a.inputs)) analyzer.add_trace(path);
+    result = analyzer.finish();
+  } catch (const trace::TraceError& e) {
+    std::cerr << "streamrace analyze: error: " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  for (const auto& [name, file] : outs) {
+    report::ReportOptions ro;
+    ro.source_root = a.source_root;
+    if (file.empty() || file == "-") {
+      ro.color = name == "text" && !a.no_color && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
+      report::write_format(name, std::cout, result, ro);
+    } else {
+      std::ofstream f(file);
+      if (!f) {
+        std::cerr << "streamrace analyze: cannot write " << file << "\n";
+        return kExitBadInput;
+      }
+      report::write_format(name, f, result, ro);
+      if (!f.good()) {
+        std::cerr << "streamrace analyze: error writing " << file << "\n";
+        return kExitBadInput;
+      }
+    }
+  }
+  // When the report went to files only, still say the verdict on the terminal.
+  bool any_stdout = false;
+  for (const auto& o : outs) any_stdout |= o.second.empty() || o.second == "-";
+  if (!any_stdout) std::cerr << report::summary_line(result) << "\n";
+  return result.findings.empty() ? kExitClean : a.error_exitcode;
+}
+
+RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
+  auto args = std::make_shared<AnalyzeArgs>();
+  auto* sub = app.add_subcommand("analyze", "Analyse trace files (or directories of *.srace files) and report races");
+  sub->add_option("traces", args->inputs, "Trace files or directories")->required();
+  sub->add_option("-f,--format", args->formats,
+                  "Report format: text (default), json, ... ; NAME=FILE writes that format to FILE; repeatable");
+  sub->add_option("-o,--output", args->output, "Write the (single) report format to FILE instead of stdout");
+  sub->add_option("--error-exitcode", args->error_exitcode, "Exit status when races are found")
+      ->capture_default_str();
+  sub->add_flag("--separate-host-threads", args->separate_threads,
+                "Keep one host clock per thread (default: one host clock in real call order)");
+  sub->add_flag("--unknown-streams-blocking", args->unknown_blocking,
+                "Treat streams whose creation was not traced as blocking (default: non-blocking)");
+  sub->add_flag("--no-color", args->no_color, "Never colour the text report");
+  sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
+  return [args]() { return run_analyze(*args); };
+});
+
+}  // namespace
+}  // namespace streamrace::cli

@@ -1,0 +1,109 @@
+// The TSan-style text report.
+#include "report/text_report.h"
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace streamrace::report {
+
+using namespace streamrace::analysis;
+
+namespace {
+
+struct Palette {
+  const char* bold = "";
+  const char* red = "";
+  const char* yellow = "";
+  const char* blue = "";
+  const char* reset = "";
+};
+
+std::string capitalize(std::string s) {
+  if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = char(s[0] - 'a' + 'A');
+  return s;
+}
+
+void write_stack(std::ostream& out, const Access& a, size_t max_frames) {
+  if (a.stack.empty()) {
+    out << "    (no stack recorded)\n";
+    return;
+  }
+  size_t n = 0;
+  for (const Frame& f : a.stack) {
+    if (n == max_frames) {
+      out << fmt::format("    ... {} more frames\n", a.stack.size() - n);
+      break;
+    }
+    if (f.python || f.line)
+      out << fmt::format("    #{} {}:{} in {}\n", n, f.file, f.line, f.function.empty() ? "?" : f.function);
+    else
+      out << fmt::format("    #{} {} ({}+{:#x})\n", n, f.function.empty() ? "??" : f.function, f.file, f.pc);
+    ++n;
+  }
+}
+
+void write_access(std::ostream& out, const char* intro, const Access& a, const Palette& p, size_t max_frames) {
+  out << fmt::format("  {}{} {} of {} bytes at {:#x} by {} ({}) on {}, call #{}, thread {}:{}\n", p.bold, intro,
+                     a.direction, a.bytes, a.addr, a.op, a.op_kind, a.stream_label, a.seq, a.thread, p.reset);
+  write_stack(out, a, max_frames);
+}
+
+std::string join_ranks(const std::vector<int>& ranks) {
+  std::string s;
+  for (int r : ranks) {
+    if (!s.empty()) s += ", ";
+    s += r < 0 ? std::string("?") : std::to_string(r);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string summary_line(const AnalysisResult& r) {
+  uint64_t certain = 0, possible = 0, occ = 0;
+  for (const auto& f : r.findings) {
+    (f.confidence == Confidence::kCertain ? certain : possible)++;
+    occ += f.occurrences;
+  }
+  size_t traces = r.traces.size();
+  if (r.findings.empty())
+    return fmt::format("streamrace: no races found in {} trace{} ({} accesses checked)", traces, traces == 1 ? "" : "s",
+                       r.accesses);
+  return fmt::format("streamrace: {} race{} ({} certain, {} possible) in {} trace{}, {} occurrence{}", r.findings.size(),
+                     r.findings.size() == 1 ? "" : "s", certain, possible, traces, traces == 1 ? "" : "s", occ,
+                     occ == 1 ? "" : "s");
+}
+
+void write_text(std::ostream& out, const AnalysisResult& r, const TextOptions& opts) {
+  Palette p;
+  if (opts.color) p = Palette{"\033[1m", "\033[1;31m", "\033[1;33m", "\033[34m", "\033[0m"};
+  for (const Finding& f : r.findings) {
+    const char* sev = f.confidence == Confidence::kCertain ? p.red : p.yellow;
+    out << "==================\n";
+    out << fmt::format("{}WARNING: streamrace: {} race ({}){} on {} bytes at {:#x}  [{}]\n", sev, to_string(f.kind),
+                       to_string(f.confidence), p.reset, f.overlap_bytes, f.overlap_addr, f.fingerprint);
+    write_access(out, capitalize(f.later.direction).c_str(), f.later, p, opts.max_frames);
+    out << "\n";
+    std::string prev = "Previous " + f.earlier.direction;
+    write_access(out, prev.c_str(), f.earlier, p, opts.max_frames);
+    out << "\n";
+    if (f.earlier.alloc_bytes)
+      out << fmt::format("  Location: {} bytes inside a {}-byte {} allocation at {:#x}\n", f.overlap_bytes,
+                         f.earlier.alloc_bytes, f.earlier.alloc_kind, f.earlier.alloc_base);
+    else
+      out << fmt::format("  Location: memory the trace never saw allocated\n");
+    out << fmt::format("  {}Missing edge:{} {}\n", p.bold, p.reset, f.missing_edge);
+    out << fmt::format("  {}Suggested fix:{} {}\n", p.bold, p.reset, f.fix);
+    out << fmt::format("  Occurrences: {} on rank{} {}", f.occurrences, f.ranks.size() == 1 ? "" : "s",
+                       join_ranks(f.ranks));
+    if (f.mode != "default") out << fmt::format(" ({} mode)", f.mode);
+    out << "\n";
+  }
+  if (!r.findings.empty()) out << "==================\n";
+  for (const Notice& n : r.notices)
+    out << fmt::format("streamrace: {}{}{}: {}\n", n.level == "info" ? p.blue : p.yellow, n.level, p.reset, n.text);
+  out << fmt::format("{}{}{}\n", p.bold, summary_line(r), p.reset);
+}
+
+}  // namespace streamrace::report
