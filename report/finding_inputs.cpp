@@ -1,0 +1,144 @@
+// Reading check/explain inputs of every kind and merging their findings.
+#include "report/finding_inputs.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "report/csan_log.h"
+#include "report/finding_merge.h"
+#include "report/progress_meter.h"
+#include "traceformat/trace_file.h"
+
+namespace streamrace::report {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_head(const std::string& path, size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot open for reading");
+  std::string head(n, '\0');
+  in.read(head.data(), static_cast<std::streamsize>(n));
+  head.resize(static_cast<size_t>(in.gcount()));
+  return head;
+}
+
+void add_result(analysis::AnalysisResult& into, analysis::AnalysisResult&& more) {
+  merge_findings(into.findings, more.findings);
+  into.notices.insert(into.notices.end(), more.notices.begin(), more.notices.end());
+  into.traces.insert(into.traces.end(), more.traces.begin(), more.traces.end());
+  into.records += more.records;
+  into.accesses += more.accesses;
+  into.unanalysed_graph_launches += more.unanalysed_graph_launches;
+}
+
+analysis::AnalysisResult read_findings_json(const std::string& path) {
+  std::ifstream in(path);
+  nlohmann::json j;
+  try {
+    in >> j;
+  } catch (const nlohmann::json::exception& e) {
+    throw InputError(path + ": not valid JSON: " + e.what());
+  }
+  try {
+    auto r = analysis::result_from_json(j);
+    for (auto& f : r.findings)
+      if (f.fingerprint.empty()) throw std::runtime_error("a finding has no fingerprint");
+    return r;
+  } catch (const std::exception& e) {
+    throw InputError(path + ": " + e.what());
+  }
+}
+
+analysis::AnalysisResult read_csan(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot open for reading");
+  CsanLog log;
+  try {
+    log = read_csan_log(in, path);
+  } catch (const CsanLogError& e) {
+    throw InputError(e.what());
+  }
+  analysis::AnalysisResult r;
+  merge_findings(r.findings, log.findings);
+  r.notices = std::move(log.notices);
+  if (log.reports == 0)
+    r.notices.push_back(analysis::Notice{"info", path, "no CUDA-sanitizer race report in this log (a clean run)"});
+  return r;
+}
+
+}  // namespace
+
+InputKind classify_input(const std::string& path) {
+  std::string head = read_head(path, 64 * 1024);
+  if (head.size() >= sizeof trace::kFileMagic && head.compare(0, sizeof trace::kFileMagic, trace::kFileMagic, sizeof trace::kFileMagic) == 0)
+    return InputKind::kTrace;
+  auto first = head.find_first_not_of(" \t\r\n");
+  if (first != std::string::npos && head[first] == '{') return InputKind::kFindingsJson;
+  if (head.find('\0') != std::string::npos)
+    throw InputError(path + ": not a streamrace trace, findings JSON or CUDA-sanitizer log (binary data)");
+  if (head.empty()) throw InputError(path + ": empty file (expected a trace, findings JSON or CUDA-sanitizer log)");
+  return InputKind::kCsanLog;
+}
+
+LoadedFindings load_findings(const std::vector<std::string>& inputs, const LoadOptions& opts) {
+  LoadedFindings out;
+  std::vector<std::string> json_docs, csan_logs;
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    auto st = fs::status(in, ec);
+    if (ec || !fs::exists(st)) throw InputError(in + ": no such file or directory");
+    if (fs::is_directory(st)) {
+      try {
+        for (auto& p : analysis::expand_trace_inputs({in})) out.trace_paths.push_back(p);
+      } catch (const trace::TraceError& e) {
+        throw InputError(e.what());
+      }
+      continue;
+    }
+    switch (classify_input(in)) {
+      case InputKind::kTrace: out.trace_paths.push_back(in); break;
+      case InputKind::kFindingsJson: json_docs.push_back(in); break;
+      case InputKind::kCsanLog: csan_logs.push_back(in); break;
+    }
+  }
+
+  if (!out.trace_paths.empty()) {
+    uint64_t total = 0;
+    for (const auto& p : out.trace_paths) {
+      std::error_code ec;
+      auto size = fs::file_size(p, ec);
+      total += ec ? 0 : size;
+    }
+    ProgressMeter meter("analysing traces", total);
+    uint64_t base = 0;
+    auto aopts = opts.analyzer;
+    // The analyzer reports bytes of the trace it is reading; add the traces already done.
+    aopts.progress = [&](uint64_t done, uint64_t) {
+      if (opts.progress) meter.update(base + done);
+    };
+    try {
+      analysis::Analyzer analyzer(aopts);
+      for (const auto& p : out.trace_paths) {
+        analyzer.add_trace(p);
+        std::error_code ec;
+        auto size = fs::file_size(p, ec);
+        base += ec ? 0 : size;
+        if (opts.progress) meter.update(base);
+      }
+      meter.finish();
+      add_result(out.result, analyzer.finish());
+    } catch (const trace::TraceError& e) {
+      meter.finish();
+      throw InputError(e.what());
+    }
+  }
+  for (const auto& p : json_docs) add_result(out.result, read_findings_json(p));
+  for (const auto& p : csan_logs) add_result(out.result, read_csan(p));
+  sort_findings(out.result.findings);
+  return out;
+}
+
+}  // namespace streamrace::report
