@@ -1,0 +1,48 @@
+// AllocationTable: the live device, pinned-host, managed and mapped allocations of the
+// process, as the tracer saw them created. Kernel argument scanning asks it whether a
+// parameter word points into live memory; memcpy records ask it what kind of memory an
+// address is. Reads vastly outnumber writes, hence the shared lock.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <atomic>
+#include <optional>
+#include <shared_mutex>
+
+#include "traceformat/records.h"
+
+namespace streamrace::tracer {
+
+struct LiveAllocation {
+  uint64_t base = 0;
+  uint64_t bytes = 0;
+  trace::AllocKind kind = trace::AllocKind::kDevice;
+  uint32_t device = 0;
+};
+
+class AllocationTable {
+ public:
+  void insert(const LiveAllocation& a);
+  // Removes the allocation starting at `base`; returns it if there was one.
+  std::optional<LiveAllocation> erase(uint64_t base);
+  // Removes every allocation inside [base, base + bytes) (cuMemUnmap of a range).
+  void erase_range(uint64_t base, uint64_t bytes);
+  // The allocation containing `addr`, if any.
+  std::optional<LiveAllocation> find(uint64_t addr) const;
+  // Cheap pre-filter: false when `addr` lies outside every allocation's address range.
+  bool maybe_contains(uint64_t addr) const {
+    return addr >= lo_.load(std::memory_order_relaxed) && addr < hi_.load(std::memory_order_relaxed);
+  }
+  size_t size() const;
+
+  static trace::MemKind mem_kind_of(trace::AllocKind k);
+
+ private:
+  mutable std::shared_mutex mu_;
+  std::map<uint64_t, LiveAllocation> by_base_;
+  std::atomic<uint64_t> lo_{~0ull};
+  std::atomic<uint64_t> hi_{0};
+};
+
+}  // namespace streamrace::tracer

@@ -1,0 +1,93 @@
+// CudaCallHandler: turns one CUDA API callback (runtime or driver domain, enter or exit,
+// with the call's parameter struct) into trace records. This is all the tracer knows about
+// CUDA semantics; CuptiSession only translates CUPTI's callback data into ApiCall, so tests
+// drive the handler with synthetic parameter structs and no GPU.
+//
+// Counting each operation once: a runtime call opens a RuntimeScope on its thread, and the
+// driver calls it makes are ignored, except a kernel launch's driver call, which carries the
+// CUfunction and the argument buffer needed to scan pointer arguments. Records are written
+// at the call's exit, once the call succeeded and its output parameters are filled in.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "traceformat/records.h"
+#include "tracer/allocation_table.h"
+#include "tracer/cuda_queries.h"
+#include "tracer/stack_capture.h"
+#include "tracer/trace_recorder.h"
+
+namespace streamrace::tracer {
+
+enum class ApiDomain : uint8_t { kRuntime, kDriver };
+
+struct ApiCall {
+  ApiDomain domain = ApiDomain::kRuntime;
+  bool enter = true;
+  uint32_t cbid = 0;               // CUPTI_RUNTIME_TRACE_CBID_* or CUPTI_DRIVER_TRACE_CBID_*
+  const char* symbol_name = nullptr;  // kernel name for launches
+  const void* params = nullptr;    // the generated *_params struct of the call
+  int32_t result = 0;              // exit only: cudaError_t / CUresult
+  uint32_t correlation = 0;
+  uint64_t context = 0;
+};
+
+class CudaCallHandler {
+ public:
+  CudaCallHandler(TraceRecorder& rec, AllocationTable& allocs, CudaQueries& queries, StackCapture* stacks);
+
+  void on_call(const ApiCall& call);
+
+  // The callback ids the handler wants (CuptiSession enables exactly these).
+  static std::vector<uint32_t> runtime_cbids();
+  static std::vector<uint32_t> driver_cbids();
+
+  // Stream handle as the trace names it: 0, cudaStreamLegacy and cudaStreamPerThread become
+  // the synthetic legacy / per-thread ids of records.h.
+  uint64_t normalize_stream(uint64_t handle, bool per_thread_default, uint32_t device);
+
+  // A new recorder (a forked child's): string ids of the old one mean nothing there.
+  void set_recorder(TraceRecorder& rec);
+  void set_stacks(StackCapture* stacks) { stacks_ = stacks; }
+  TraceRecorder& recorder() { return *rec_; }
+  AllocationTable& allocations() { return allocs_; }
+  CudaQueries& queries() { return queries_; }
+  uint32_t capture_stack() { return stacks_ ? stacks_->capture() : 0; }
+  uint32_t device_of(uint64_t context);
+
+ private:
+  void on_runtime(const ApiCall& c);
+  void on_driver(const ApiCall& c);
+  uint32_t api_id(ApiDomain d, uint32_t cbid);
+  trace::CallInfo call_info(uint32_t api);
+  trace::MemKind mem_kind(uint64_t ptr);
+
+  void stream_create(uint32_t api, uint64_t stream, uint32_t device, uint32_t flags, int32_t priority);
+  void alloc(uint32_t api, uint64_t ptr, uint64_t bytes, trace::AllocKind kind, uint64_t stream, uint32_t device);
+  void free(uint32_t api, uint64_t ptr, uint64_t bytes, trace::AllocKind fallback, uint64_t stream, uint32_t device,
+            bool implicit_sync);
+  void memcpy(uint32_t api, uint64_t stream, uint64_t correlation, uint64_t dst, uint64_t src, uint64_t bytes,
+              int copy_kind, bool async, uint32_t device);
+  void memset(uint32_t api, uint64_t stream, uint64_t correlation, uint64_t dst, uint64_t bytes, bool async,
+              uint32_t device);
+  void device_sync(uint32_t api, uint32_t device);
+  // One kernel launch. `args`: kernelParams (array of pointers to each argument) or, when
+  // `packed` is set, one buffer holding all arguments at their layout offsets.
+  void kernel(uint32_t api, uint64_t stream, uint64_t correlation, uint32_t device, uint64_t func, bool library_kernel,
+              const char* name, const uint32_t grid[3], const uint32_t block[3], void* const* args,
+              const void* packed);
+  uint32_t kernel_name_id(uint64_t func, const char* name);
+
+  TraceRecorder* rec_;
+  AllocationTable& allocs_;
+  CudaQueries& queries_;
+  StackCapture* stacks_;
+  std::vector<std::atomic<uint32_t>> runtime_names_;
+  std::vector<std::atomic<uint32_t>> driver_names_;
+};
+
+}  // namespace streamrace::tracer

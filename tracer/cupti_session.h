@@ -1,0 +1,34 @@
+// CuptiSession: the thin CUPTI boundary. Loads libcupti at run time, subscribes, enables the
+// callback ids the CudaCallHandler wants, translates each CUpti_CallbackData into an
+// ApiCall, and turns activity records (device start/end per kernel, copy and set) into
+// OpTiming records joined by correlation id. No CUDA semantics live here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tracer/cuda_call_handler.h"
+
+namespace streamrace::tracer {
+
+class CuptiSession {
+ public:
+  // Subscribes and enables callbacks. Returns "" on success, else why CUDA calls cannot be
+  // captured (the caller records it in the trace and says so once on stderr).
+  std::string start(CudaCallHandler& handler, bool timing);
+  // Delivers the activity records CUPTI holds (forced: also those of running work).
+  void flush_activity(bool forced);
+  std::string version() const { return version_; }
+  std::string library_path() const { return path_; }
+
+ private:
+  bool load();
+
+  void* lib_ = nullptr;
+  void* subscriber_ = nullptr;
+  bool timing_ = false;
+  std::string version_;
+  std::string path_;
+};
+
+}  // namespace streamrace::tracer

@@ -1,0 +1,55 @@
+// How libstreamrace.so gets into a process: LD_PRELOAD runs the constructor below, which
+// only points CUDA_INJECTION64_PATH at this library when nothing else claimed it; the CUDA
+// driver then calls InitializeInjection when (and only if) the process initialises CUDA.
+// A process that never uses CUDA therefore never loads CUPTI, writes nothing and prints
+// nothing.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include <cstring>
+
+#include "tracer/tracer_process.h"
+
+using streamrace::tracer::TracerProcess;
+
+namespace {
+
+void fork_child() {
+  if (TracerProcess::enabled()) TracerProcess::get().after_fork_in_child();
+}
+
+const char* own_path() {
+  static const int anchor = 0;
+  Dl_info info{};
+  if (dladdr(&anchor, &info) && info.dli_fname && info.dli_fname[0] == '/') return info.dli_fname;
+  return nullptr;
+}
+
+__attribute__((constructor)) void streamrace_on_load() {
+  if (!TracerProcess::enabled()) return;
+  static bool done = false;
+  if (done) return;
+  done = true;
+  pthread_atfork(nullptr, nullptr, fork_child);
+  const char* current = getenv("CUDA_INJECTION64_PATH");
+  if (current == nullptr || *current == '\0') {
+    if (const char* self = own_path()) setenv("CUDA_INJECTION64_PATH", self, 0);
+  }
+}
+
+__attribute__((destructor)) void streamrace_on_unload() {
+  if (TracerProcess::enabled()) TracerProcess::get().at_exit();
+}
+
+}  // namespace
+
+// Called by the CUDA driver during cuInit when CUDA_INJECTION64_PATH names this library.
+extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
+  if (!TracerProcess::enabled()) return 1;
+  try {
+    TracerProcess::get().on_cuda_init();
+  } catch (...) {
+  }
+  return 1;
+}

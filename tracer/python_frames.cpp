@@ -1,0 +1,97 @@
+// PythonFrames: see python_frames.h.
+#include "tracer/python_frames.h"
+
+#include <dlfcn.h>
+
+#include <string>
+
+namespace streamrace::tracer {
+
+namespace {
+template <typename F>
+bool find(F& fn, const char* name) {
+  fn = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
+  return fn != nullptr;
+}
+}  // namespace
+
+bool PythonFrames::resolve() {
+  bool ok = find(is_initialized_, "Py_IsInitialized") && find(gil_check_, "PyGILState_Check") &&
+            find(this_thread_state_, "PyGILState_GetThisThreadState") &&
+            find(get_frame_, "PyThreadState_GetFrame") && find(frame_back_, "PyFrame_GetBack") &&
+            find(frame_code_, "PyFrame_GetCode") && find(frame_line_, "PyFrame_GetLineNumber") &&
+            find(incref_, "Py_IncRef") && find(decref_, "Py_DecRef") && find(getattr_, "PyObject_GetAttrString") &&
+            find(as_utf8_, "PyUnicode_AsUTF8") && find(err_clear_, "PyErr_Clear");
+  if (!find(unchecked_get_, "PyThreadState_GetUnchecked")) find(unchecked_get_, "_PyThreadState_UncheckedGet");
+  return ok;
+}
+
+bool PythonFrames::available() {
+  if (!tried_) {
+    std::lock_guard lock(mu_);
+    if (!tried_) {
+      ok_ = resolve();
+      tried_ = true;
+    }
+  }
+  return ok_;
+}
+
+PythonFrames::CodeNames PythonFrames::names_of(PyObj code) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = codes_.find(code);
+    if (it != codes_.end()) return it->second;
+  }
+  auto text = [&](const char* attr) -> std::string {
+    std::string s = "?";
+    PyObj o = getattr_(code, attr);
+    if (o == nullptr) {
+      err_clear_();
+      return s;
+    }
+    const char* u = as_utf8_(o);
+    if (u != nullptr) s = u; else err_clear_();
+    decref_(o);
+    return s;
+  };
+  // co_qualname (3.11+) names methods as Class.method; fall back to co_name.
+  std::string fn = text("co_qualname");
+  if (fn == "?") fn = text("co_name");
+  CodeNames names{strings_.intern(text("co_filename")), strings_.intern(fn)};
+  std::lock_guard lock(mu_);
+  auto [it, inserted] = codes_.emplace(code, names);
+  if (inserted) incref_(code);  // keeps the pointer unique for the cache's lifetime
+  return it->second;
+}
+
+size_t PythonFrames::capture(std::vector<trace::StackFrame>& out, size_t max_frames) {
+  if (!available() || !is_initialized_() || !gil_check_()) return 0;
+  PyObj ts = this_thread_state_();
+  if (ts == nullptr) return 0;
+  // PyGILState_Check answers 1 when GIL checking is off; make sure this thread's state is
+  // the running one before touching frames.
+  if (unchecked_get_ != nullptr && unchecked_get_() != ts) return 0;
+  size_t n = 0;
+  PyObj frame = get_frame_(ts);  // new reference or NULL
+  while (frame != nullptr && n < max_frames) {
+    PyObj code = frame_code_(frame);  // new reference
+    CodeNames names = names_of(code);
+    decref_(code);
+    trace::StackFrame f{};
+    f.kind = trace::FrameKind::kPython;
+    f.file_id = names.file_id;
+    f.function_id = names.function_id;
+    int line = frame_line_(frame);
+    f.line = line > 0 ? uint32_t(line) : 0;
+    out.push_back(f);
+    ++n;
+    PyObj back = frame_back_(frame);  // new reference or NULL
+    decref_(frame);
+    frame = back;
+  }
+  if (frame != nullptr) decref_(frame);
+  return n;
+}
+
+}  // namespace streamrace::tracer

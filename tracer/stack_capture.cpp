@@ -1,0 +1,103 @@
+// StackCapture: see stack_capture.h.
+#include "tracer/stack_capture.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstring>
+#include <string_view>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+namespace streamrace::tracer {
+
+StackMode parse_stack_mode(const char* text) {
+  if (text == nullptr) return StackMode::kAuto;
+  std::string_view t(text);
+  if (t == "none" || t == "0" || t == "off") return StackMode::kNone;
+  if (t == "native") return StackMode::kNative;
+  if (t == "python") return StackMode::kPython;
+  return StackMode::kAuto;
+}
+
+StackCapture::StackCapture(StackTable& stacks, StringTable& strings, StackMode mode, size_t max_frames)
+    : stacks_(stacks), python_(strings), mode_(mode), max_frames_(max_frames) {}
+
+uint32_t StackCapture::capture() {
+  switch (mode_) {
+    case StackMode::kNone: return 0;
+    case StackMode::kPython: return capture_python();
+    case StackMode::kNative: return capture_native();
+    case StackMode::kAuto: {
+      uint32_t id = capture_python();
+      return id != 0 ? id : capture_native();
+    }
+  }
+  return 0;
+}
+
+uint32_t StackCapture::capture_python() {
+  thread_local std::vector<trace::StackFrame> frames;
+  frames.clear();
+  if (python_.capture(frames, max_frames_) == 0) return 0;
+  return stacks_.intern_frames(frames);
+}
+
+namespace {
+int collect_module(dl_phdr_info* info, size_t, void* data) {
+  auto* out = static_cast<std::vector<std::pair<uint64_t, uint64_t>>*>(data);
+  std::string_view name = info->dlpi_name ? info->dlpi_name : "";
+  static const int anchor = 0;
+  Dl_info self{};
+  dladdr(&anchor, &self);
+  bool ours = self.dli_fbase != nullptr && reinterpret_cast<uint64_t>(self.dli_fbase) == info->dlpi_addr;
+  bool internal = ours || name.find("libcupti") != std::string_view::npos ||
+                  name.find("libcuda.so") != std::string_view::npos;
+  if (!internal) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+      uint64_t b = info->dlpi_addr + ph.p_vaddr;
+      out->emplace_back(b, b + ph.p_memsz);
+    }
+  }
+  return 0;
+}
+}  // namespace
+
+void StackCapture::find_internal_modules() {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  dl_iterate_phdr(collect_module, &ranges);
+  internal_ = std::move(ranges);
+  modules_known_ = true;
+}
+
+bool StackCapture::internal_pc(uint64_t pc) const {
+  for (auto& [b, e] : internal_)
+    if (pc >= b && pc < e) return true;
+  return false;
+}
+
+uint32_t StackCapture::capture_native() {
+  if (!modules_known_) find_internal_modules();
+  constexpr size_t kMax = 64;
+  uint64_t pcs[kMax];
+  size_t n = 0;
+  unw_context_t ctx;
+  unw_cursor_t cursor;
+  if (unw_getcontext(&ctx) != 0 || unw_init_local(&cursor, &ctx) != 0) return 0;
+  bool skipping = true;
+  size_t limit = max_frames_ < kMax ? max_frames_ : kMax;
+  while (n < limit && unw_step(&cursor) > 0) {
+    unw_word_t ip = 0;
+    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
+    if (skipping && internal_pc(ip)) continue;
+    skipping = false;
+    pcs[n++] = ip;
+  }
+  if (n == 0) return 0;
+  return stacks_.intern_native({pcs, n});
+}
+
+}  // namespace streamrace::tracer

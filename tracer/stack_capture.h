@@ -1,0 +1,42 @@
+// StackCapture: the host stack of the calling thread as an interned stack id. Python frames
+// when the thread runs Python code (and holds the GIL), otherwise native return addresses
+// from LLVM libunwind, with the frames of the tracer, CUPTI and the driver stripped from the
+// top so the first frame is the caller's.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "tracer/python_frames.h"
+#include "tracer/stack_table.h"
+#include "tracer/string_table.h"
+
+namespace streamrace::tracer {
+
+enum class StackMode { kNone, kNative, kPython, kAuto };  // kAuto: Python if present, else native
+
+StackMode parse_stack_mode(const char* text);  // "none", "native", "python", "auto" (default)
+
+class StackCapture {
+ public:
+  StackCapture(StackTable& stacks, StringTable& strings, StackMode mode, size_t max_frames = 32);
+  // Interned id of the caller's stack; 0 when none could be taken.
+  uint32_t capture();
+  StackMode mode() const { return mode_; }
+
+ private:
+  uint32_t capture_python();
+  uint32_t capture_native();
+  void find_internal_modules();
+  bool internal_pc(uint64_t pc) const;
+
+  StackTable& stacks_;
+  PythonFrames python_;
+  StackMode mode_;
+  size_t max_frames_;
+  bool modules_known_ = false;
+  std::vector<std::pair<uint64_t, uint64_t>> internal_;  // [begin, end) of tracer/CUPTI/driver code
+};
+
+}  // namespace streamrace::tracer

@@ -1,0 +1,41 @@
+// Per-thread flags shared by the CUPTI callback, the NCCL interposer and the tracer's own
+// threads: whether the thread is inside one of the tracer's own CUDA calls (ignore it),
+// inside an NCCL entry point (NCCL's internal launches are not the user's), and inside a
+// runtime API call (its driver calls are the same operation, counted once).
+#pragma once
+
+#include <cstdint>
+
+namespace streamrace::tracer {
+
+struct RuntimeScope {
+  uint32_t cbid = 0;
+  uint32_t correlation = 0;
+  uint32_t api_id = 0;
+  bool per_thread_default = false;  // a _ptsz/_ptds entry point
+  bool launch = false;              // a kernel launch whose driver launch carries the arguments
+  bool launch_emitted = false;
+  uint64_t stream = 0;  // launches: the stream as the runtime call named it, normalised
+};
+
+struct TracerThreadState {
+  int internal = 0;    // > 0: calls made by the tracer itself
+  int nccl_depth = 0;  // > 0: inside an NCCL entry point
+  uint64_t nccl_launch_correlation = 0;  // first kernel launch seen inside the NCCL call
+  int runtime_depth = 0;
+  RuntimeScope runtime;  // the outermost runtime call in progress
+  uint64_t last_context = ~0ull;
+  uint32_t last_device = 0;
+};
+
+TracerThreadState& thread_state();
+
+// Marks the calling thread's CUDA calls as the tracer's own for the guard's lifetime.
+struct InternalCallGuard {
+  InternalCallGuard() { ++thread_state().internal; }
+  ~InternalCallGuard() { --thread_state().internal; }
+  InternalCallGuard(const InternalCallGuard&) = delete;
+  InternalCallGuard& operator=(const InternalCallGuard&) = delete;
+};
+
+}  // namespace streamrace::tracer

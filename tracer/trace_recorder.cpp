@@ -1,0 +1,277 @@
+// TraceRecorder: see trace_recorder.h.
+#include "tracer/trace_recorder.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <time.h>
+
+#include <cstdio>
+
+namespace streamrace::tracer {
+
+uint64_t monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+namespace {
+std::atomic<uint64_t> g_next_recorder_id{1};
+}
+
+// The calling thread's buffer in the current recorder. Marked dead when the thread exits so
+// the flusher writes what is left and forgets it.
+struct TraceRecorder::ThreadSlot {
+  uint64_t recorder = 0;
+  std::shared_ptr<ThreadBuffer> buf;
+  ~ThreadSlot() {
+    if (buf) buf->dead.store(true);
+  }
+};
+
+TraceRecorder::TraceRecorder(RecorderOptions opts) : id_(g_next_recorder_id.fetch_add(1)), opts_(std::move(opts)) {}
+
+TraceRecorder::~TraceRecorder() {
+  try {
+    close();
+  } catch (...) {
+  }
+}
+
+TraceRecorder::ThreadBuffer& TraceRecorder::buffer() {
+  thread_local ThreadSlot slot;
+  if (slot.recorder != id_ || !slot.buf) {
+    if (slot.buf) slot.buf->dead.store(true);
+    auto b = std::make_shared<ThreadBuffer>();
+    b->index = next_thread_.fetch_add(1);
+    {
+      std::lock_guard lock(registry_mu_);
+      buffers_.push_back(b);
+    }
+    slot.buf = std::move(b);
+    slot.recorder = id_;
+  }
+  return *slot.buf;
+}
+
+uint32_t TraceRecorder::thread_index() { return buffer().index; }
+
+trace::CallInfo TraceRecorder::call(uint32_t api_id, uint32_t stack_id) {
+  start_once();
+  trace::CallInfo c{};
+  c.seq = seq_.fetch_add(1, std::memory_order_relaxed);
+  c.host_ts_ns = monotonic_ns();
+  c.thread = buffer().index;
+  c.stack_id = stack_id;
+  c.api_id = api_id;
+  return c;
+}
+
+void TraceRecorder::add_raw(trace::RecordKind kind, const void* fixed, size_t fixed_size, const void* tail,
+                            size_t tail_size) {
+  if (closed_.load(std::memory_order_relaxed)) return;
+  start_once();
+  ThreadBuffer& b = buffer();
+  size_t now;
+  {
+    std::lock_guard lock(b.mu);
+    if (b.chunk.bytes() > opts_.max_buffer_bytes) {
+      dropped_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    b.chunk.add_raw(kind, fixed, fixed_size, tail, tail_size);
+    now = b.chunk.bytes();
+  }
+  if (now > opts_.handoff_bytes && opts_.background_flusher) wake_.notify_one();
+}
+
+void TraceRecorder::add_kernel(const trace::KernelLaunchHead& head, std::span<const uint64_t> ptrs) {
+  add_raw(trace::RecordKind::kKernelLaunch, &head, sizeof(head), ptrs.data(), ptrs.size_bytes());
+}
+
+void TraceRecorder::add_notice(trace::NoticeLevel level, std::string_view text) {
+  add_raw(trace::RecordKind::kNotice, &level, sizeof(level), text.data(), text.size());
+}
+
+void TraceRecorder::set_capture_status(const std::string& status) {
+  bool already;
+  {
+    std::lock_guard lock(flush_mu_);
+    capture_status_ = status;
+    already = writer_ != nullptr;
+  }
+  if (already) add_notice(trace::NoticeLevel::kError, "capture status changed: " + status);
+}
+
+void TraceRecorder::start_once() {
+  if (started_.load(std::memory_order_acquire)) return;
+  bool expected = false;
+  if (!started_.compare_exchange_strong(expected, true)) return;
+  if (opts_.background_flusher) {
+    try {
+      flusher_ = std::thread([this] { flusher_main(); });
+    } catch (...) {
+      // No thread: records still reach the file at flush()/close().
+    }
+  }
+}
+
+bool TraceRecorder::ensure_open_locked(trace::TraceHeader* prepared) {
+  if (writer_) return true;
+  if (failed_.load()) return false;
+  try {
+    trace::TraceHeader h = prepared ? *prepared : (opts_.header_provider ? opts_.header_provider() : trace::TraceHeader{});
+    h.capture_status = capture_status_;
+    writer_ = std::make_unique<trace::TraceWriter>(opts_.path, h);
+    created_.store(true);
+    return true;
+  } catch (const std::exception& e) {
+    failed_.store(true);
+    std::fprintf(stderr, "streamrace: cannot write trace %s: %s\n", opts_.path.c_str(), e.what());
+    return false;
+  }
+}
+
+void TraceRecorder::open_now() {
+  start_once();
+  trace::TraceHeader h;
+  bool need = false;
+  {
+    std::lock_guard lock(flush_mu_);
+    need = !writer_;
+  }
+  if (need && opts_.header_provider) h = opts_.header_provider();
+  std::lock_guard lock(flush_mu_);
+  ensure_open_locked(need && opts_.header_provider ? &h : nullptr);
+}
+
+void TraceRecorder::flush_locked(bool nonblocking) {
+  // 1. Drain the thread buffers first: every record drained here was appended after the
+  //    strings and stacks it names were interned, so step 2 sees all of them.
+  std::vector<trace::ChunkBuilder> drained;
+  {
+    std::unique_lock reg(registry_mu_, std::defer_lock);
+    if (nonblocking) {
+      if (!reg.try_lock()) return;
+    } else {
+      reg.lock();
+    }
+    for (size_t i = 0; i < buffers_.size();) {
+      auto& b = buffers_[i];
+      bool dead = b->dead.load();
+      std::unique_lock lock(b->mu, std::defer_lock);
+      if (nonblocking) {
+        if (!lock.try_lock()) {
+          ++i;
+          continue;
+        }
+      } else {
+        lock.lock();
+      }
+      if (!b->chunk.empty()) {
+        drained.emplace_back();
+        std::swap(drained.back(), b->chunk);
+      }
+      lock.unlock();
+      if (dead) {
+        buffers_.erase(buffers_.begin() + long(i));
+      } else {
+        ++i;
+      }
+    }
+  }
+  // 2. Definitions, stacks before strings since symbolizing interns module names.
+  auto stacks = stacks_.take_pending(strings_);
+  auto strings = strings_.take_pending();
+  if (drained.empty() && stacks.empty() && strings.empty() && dropped_.load() == dropped_reported_) return;
+  if (!ensure_open_locked(nullptr)) return;
+  try {
+    trace::ChunkBuilder defs;
+    for (auto& [id, text] : strings) defs.add_string(id, text);
+    for (auto& s : stacks) defs.add_stack(s.id, s.frames);
+    uint64_t dropped = dropped_.load();
+    if (dropped != dropped_reported_) {
+      char msg[128];
+      std::snprintf(msg, sizeof msg, "%llu records dropped: a thread's buffer outgrew its limit",
+                    static_cast<unsigned long long>(dropped - dropped_reported_));
+      defs.add_notice(trace::NoticeLevel::kWarning, msg);
+      dropped_reported_ = dropped;
+    }
+    if (!defs.empty()) writer_->write_chunk(defs);
+    trace::ChunkBuilder merged;
+    for (auto& c : drained) {
+      if (merged.bytes() + c.bytes() > (8u << 20) && !merged.empty()) {
+        writer_->write_chunk(merged);
+        merged.clear();
+      }
+      c.append_to(merged);
+    }
+    if (!merged.empty()) writer_->write_chunk(merged);
+  } catch (const std::exception& e) {
+    failed_.store(true);
+    std::fprintf(stderr, "streamrace: writing trace %s failed: %s\n", opts_.path.c_str(), e.what());
+    writer_.reset();
+  }
+}
+
+void TraceRecorder::flush() {
+  std::lock_guard lock(flush_mu_);
+  flush_locked(false);
+}
+
+void TraceRecorder::emergency_flush() {
+  std::unique_lock lock(flush_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  flush_locked(true);
+  try {
+    if (writer_) writer_->close();
+  } catch (...) {
+  }
+}
+
+void TraceRecorder::flusher_main() {
+  // Never let the flusher take signals meant for the program's own threads.
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  pthread_setname_np(pthread_self(), "streamrace-flush");
+  // Build the header (it may ask the driver about devices) before taking any lock.
+  trace::TraceHeader header;
+  if (opts_.header_provider) header = opts_.header_provider();
+  {
+    std::lock_guard lock(flush_mu_);
+    if (!closed_.load()) ensure_open_locked(&header);
+  }
+  std::unique_lock wl(wake_mu_);
+  while (!stop_) {
+    wake_.wait_for(wl, std::chrono::milliseconds(opts_.period_ms));
+    if (stop_) break;
+    wl.unlock();
+    flush();
+    wl.lock();
+  }
+}
+
+void TraceRecorder::close() {
+  {
+    std::lock_guard wl(wake_mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (flusher_.joinable()) {
+    if (flusher_.get_id() == std::this_thread::get_id()) {
+      flusher_.detach();
+    } else {
+      flusher_.join();
+    }
+  }
+  std::lock_guard lock(flush_mu_);
+  if (closed_.exchange(true)) return;
+  flush_locked(false);
+  try {
+    if (writer_) writer_->close();
+  } catch (...) {
+  }
+}
+
+}  // namespace streamrace::tracer

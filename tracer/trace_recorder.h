@@ -1,0 +1,120 @@
+// TraceRecorder: where the tracer's records go. Each host thread appends to its own buffer
+// (one uncontended lock per record); a background flusher drains the buffers every period,
+// writes the strings and stacks they refer to first, and appends everything to the trace
+// file through trace::TraceWriter. The file is created on the first record, so a process
+// that never uses CUDA leaves nothing behind.
+//
+// Lock order: flush_mu_ -> registry_mu_ -> ThreadBuffer::mu. Appending threads take only
+// their own ThreadBuffer::mu. No lock is held while calling into CUDA.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "traceformat/trace_file.h"
+#include "tracer/stack_table.h"
+#include "tracer/string_table.h"
+
+namespace streamrace::tracer {
+
+struct RecorderOptions {
+  std::string path;                                     // the trace file to create
+  std::function<trace::TraceHeader()> header_provider;  // called once, before the file is created
+  bool background_flusher = true;  // false: records reach the file only on flush()/close()
+  uint32_t period_ms = 200;
+  size_t handoff_bytes = 4u << 20;   // a thread buffer this large wakes the flusher
+  size_t max_buffer_bytes = 48u << 20;  // beyond this, records are dropped (and counted)
+};
+
+class TraceRecorder {
+ public:
+  explicit TraceRecorder(RecorderOptions opts);
+  ~TraceRecorder();
+  TraceRecorder(const TraceRecorder&) = delete;
+  TraceRecorder& operator=(const TraceRecorder&) = delete;
+
+  StringTable& strings() { return strings_; }
+  StackTable& stacks() { return stacks_; }
+
+  // The common part of a call record: next seq, CLOCK_MONOTONIC, this thread's index.
+  trace::CallInfo call(uint32_t api_id, uint32_t stack_id);
+  // Small index of the calling thread in this trace (0, 1, ...).
+  uint32_t thread_index();
+
+  template <trace::FixedRecord T>
+  void add(const T& rec) {
+    add_raw(T::kKind, &rec, sizeof(T), nullptr, 0);
+  }
+  void add_kernel(const trace::KernelLaunchHead& head, std::span<const uint64_t> ptrs);
+  void add_notice(trace::NoticeLevel level, std::string_view text);
+  void add_raw(trace::RecordKind kind, const void* fixed, size_t fixed_size, const void* tail, size_t tail_size);
+
+  // Header field set before the file exists (a Notice is added as well if it already does).
+  void set_capture_status(const std::string& status);
+  // Creates the file now even without records (the user must learn that capture failed).
+  void open_now();
+  // Writes everything buffered so far. Safe from any thread; not from a signal handler.
+  void flush();
+  // Flushes, writes the end-of-trace marker, stops the flusher. Later records are dropped.
+  void close();
+  // From a fatal-signal handler: flushes what it can without waiting on any lock.
+  void emergency_flush();
+
+  bool file_created() const { return created_.load(); }
+  const std::string& path() const { return opts_.path; }
+  uint64_t dropped() const { return dropped_.load(); }
+
+ private:
+  struct ThreadBuffer {
+    std::mutex mu;
+    trace::ChunkBuilder chunk;
+    uint32_t index = 0;
+    std::atomic<bool> dead{false};
+  };
+  struct ThreadSlot;
+  ThreadBuffer& buffer();
+  void start_once();
+  void flusher_main();
+  // Requires flush_mu_. `nonblocking`: skip buffers whose lock is taken.
+  void flush_locked(bool nonblocking);
+  bool ensure_open_locked(trace::TraceHeader* prepared);
+
+  const uint64_t id_;
+  RecorderOptions opts_;
+  StringTable strings_;
+  StackTable stacks_;
+  std::atomic<uint64_t> seq_{0};
+  std::atomic<uint32_t> next_thread_{0};
+  std::atomic<uint64_t> dropped_{0};
+  std::atomic<bool> started_{false};
+  std::atomic<bool> created_{false};
+  std::atomic<bool> closed_{false};
+  std::atomic<bool> failed_{false};
+
+  std::mutex registry_mu_;
+  std::vector<std::shared_ptr<ThreadBuffer>> buffers_;
+
+  std::mutex flush_mu_;
+  std::unique_ptr<trace::TraceWriter> writer_;
+  std::string capture_status_ = "ok";
+  uint64_t dropped_reported_ = 0;
+
+  std::mutex wake_mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  std::thread flusher_;
+};
+
+// CLOCK_MONOTONIC in nanoseconds.
+uint64_t monotonic_ns();
+
+}  // namespace streamrace::tracer

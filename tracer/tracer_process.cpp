@@ -1,0 +1,231 @@
+// TracerProcess: see tracer_process.h.
+#include "tracer/tracer_process.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace streamrace::tracer {
+
+namespace {
+
+constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
+struct sigaction g_previous[65];
+
+void signal_handler(int sig, siginfo_t* info, void* uctx) {
+  int saved = errno;
+  const struct sigaction& prev = g_previous[sig];
+  bool prev_is_function = (prev.sa_flags & SA_SIGINFO) ? prev.sa_sigaction != nullptr
+                                                        : (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN);
+  if (prev_is_function) {
+    // The program handles this signal itself and may well go on running: only flush.
+    if (sig != SIGINT && sig != SIGTERM) TracerProcess::get().on_fatal_signal(sig);
+    if (prev.sa_flags & SA_SIGINFO) {
+      prev.sa_sigaction(sig, info, uctx);
+    } else {
+      prev.sa_handler(sig);
+    }
+    errno = saved;
+    return;
+  }
+  if (prev.sa_handler == SIG_IGN) return;
+  // Default action (the process dies): save what we can, then die the default way.
+  TracerProcess::get().on_fatal_signal(sig);
+  sigaction(sig, &prev, nullptr);
+  raise(sig);
+  errno = saved;
+}
+
+void exit_hook() { TracerProcess::get().at_exit(); }
+
+std::string read_cmdline() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  for (auto& ch : raw)
+    if (ch == '\0') ch = ' ';
+  while (!raw.empty() && raw.back() == ' ') raw.pop_back();
+  return raw;
+}
+
+int env_rank() {
+  for (const char* name : {"RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID"}) {
+    const char* v = std::getenv(name);
+    if (v && *v) return std::atoi(v);
+  }
+  return -1;
+}
+
+std::string runtime_version() {
+  using Fn = int (*)(int*);
+  Fn fn = reinterpret_cast<Fn>(dlsym(RTLD_DEFAULT, "cudaRuntimeGetVersion"));
+  for (const char* lib : {"libcudart.so.13", "libcudart.so.12", "libcudart.so"}) {
+    if (fn) break;
+    if (void* h = dlopen(lib, RTLD_NOW | RTLD_NOLOAD)) fn = reinterpret_cast<Fn>(dlsym(h, "cudaRuntimeGetVersion"));
+  }
+  int v = 0;
+  if (fn && fn(&v) == 0) return std::to_string(v);
+  return "";
+}
+
+std::string nccl_version() {
+  void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+  if (!h) return "";
+  using Fn = int (*)(int*);
+  Fn fn = reinterpret_cast<Fn>(dlsym(h, "pncclGetVersion"));
+  if (!fn) fn = reinterpret_cast<Fn>(dlsym(h, "ncclGetVersion"));
+  int v = 0;
+  if (fn && fn(&v) == 0) return std::to_string(v);
+  return "";
+}
+
+}  // namespace
+
+TracerProcess& TracerProcess::get() {
+  static TracerProcess* p = new TracerProcess();  // never destroyed
+  return *p;
+}
+
+bool TracerProcess::enabled() {
+  const char* v = std::getenv("STREAMRACE_DISABLE");
+  return v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0;
+}
+
+std::string TracerProcess::next_trace_path() const {
+  const char* dir = std::getenv("STREAMRACE_OUT");
+  std::string d = dir && *dir ? dir : ".";
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  std::string base = d + "/" + host + "-" + std::to_string(getpid());
+  std::string path = base + ".srace";
+  struct stat st;
+  for (int i = 1; lstat(path.c_str(), &st) == 0 && i < 1000; ++i) path = base + "-" + std::to_string(i) + ".srace";
+  return path;
+}
+
+trace::TraceHeader TracerProcess::make_header() {
+  InternalCallGuard guard;
+  trace::TraceHeader h;
+  h.producer = "libstreamrace 0.1.0";
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  h.host = host;
+  h.pid = getpid();
+  h.rank = env_rank();
+  if (driver_.loaded()) {
+    h.devices = driver_.devices();
+    h.driver_version = driver_.driver_version();
+  }
+  h.cuda_version = runtime_version();
+  h.cupti_version = cupti_.version();
+  h.nccl_version = nccl_version();
+  h.command = read_cmdline();
+  if (!cupti_.library_path().empty()) h.extra["cupti_library"] = cupti_.library_path();
+  const char* stacks = std::getenv("STREAMRACE_STACKS");
+  h.extra["stacks"] = stacks ? stacks : "auto";
+  return h;
+}
+
+void TracerProcess::create_core_locked() {
+  if (handler_.load()) return;
+  driver_.load();
+  RecorderOptions opts;
+  opts.path = next_trace_path();
+  opts.header_provider = [this] { return make_header(); };
+  recorder_ = new TraceRecorder(opts);
+  stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), parse_stack_mode(std::getenv("STREAMRACE_STACKS")));
+  handler_.store(new CudaCallHandler(*recorder_, allocs_, driver_, stacks_));
+  install_exit_hooks();
+}
+
+CudaCallHandler& TracerProcess::handler() {
+  if (CudaCallHandler* h = handler_.load(std::memory_order_acquire)) return *h;
+  std::lock_guard lock(mu_);
+  create_core_locked();
+  return *handler_.load();
+}
+
+void TracerProcess::install_exit_hooks() {
+  if (hooks_installed_) return;
+  hooks_installed_ = true;
+  std::atexit(exit_hook);
+  for (int sig : kFatalSignals) {
+    struct sigaction sa {};
+    sa.sa_sigaction = signal_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    struct sigaction prev {};
+    if (sigaction(sig, nullptr, &prev) != 0) continue;
+    // A program that ignores SIGINT/SIGTERM (nohup) keeps doing so.
+    if (!(prev.sa_flags & SA_SIGINFO) && prev.sa_handler == SIG_IGN) continue;
+    g_previous[sig] = prev;
+    sigaction(sig, &sa, nullptr);
+  }
+}
+
+void TracerProcess::on_cuda_init() {
+  CudaCallHandler& h = handler();
+  std::string why;
+  {
+    std::lock_guard lock(mu_);
+    if (cupti_started_) return;
+    cupti_started_ = true;
+    const char* timing = std::getenv("STREAMRACE_TIMING");
+    bool want_timing = timing == nullptr || std::strcmp(timing, "0") != 0;
+    why = cupti_.start(h, want_timing);
+    if (!why.empty()) status_ = why;
+  }
+  if (!why.empty()) {
+    std::fprintf(stderr,
+                 "streamrace: cannot trace CUDA calls in pid %d: %s; its trace records no CUDA activity "
+                 "(run without Nsight, the PyTorch profiler or compute-sanitizer)\n",
+                 int(getpid()), why.c_str());
+    recorder().set_capture_status(why);
+    recorder().add_notice(trace::NoticeLevel::kError,
+                          "CUDA calls were not captured in this process: " + why +
+                              ". Findings from this trace are incomplete; an empty report means nothing.");
+  }
+}
+
+std::string TracerProcess::capture_status() const { return status_; }
+
+void TracerProcess::at_exit() {
+  if (exited_.exchange(true)) return;
+  CudaCallHandler* h = handler_.load();
+  if (!h) return;
+  {
+    InternalCallGuard guard;
+    if (cupti_started_) cupti_.flush_activity(true);
+  }
+  recorder_->close();
+}
+
+void TracerProcess::on_fatal_signal(int) {
+  if (handler_.load() && recorder_) recorder_->emergency_flush();
+}
+
+void TracerProcess::after_fork_in_child() {
+  // The parent's recorder, its flusher thread and its locks stay behind in the parent; the
+  // child starts a trace of its own. The parent's objects are leaked here on purpose.
+  CudaCallHandler* h = handler_.load();
+  new (&mu_) std::mutex();
+  if (!h) return;
+  RecorderOptions opts;
+  opts.path = next_trace_path();
+  opts.header_provider = [this] { return make_header(); };
+  recorder_ = new TraceRecorder(opts);
+  stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), parse_stack_mode(std::getenv("STREAMRACE_STACKS")));
+  h->set_recorder(*recorder_);
+  h->set_stacks(stacks_);
+  exited_.store(false);
+}
+
+}  // namespace streamrace::tracer

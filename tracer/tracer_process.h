@@ -1,0 +1,59 @@
+// TracerProcess: the tracer's state in one process, created on first use and never
+// destroyed (it must outlive every other library's exit handlers). Owns the recorder, the
+// allocation table, the driver entry points, the call handler and the CUPTI session, and
+// does the process-level chores: trace file naming, header, exit/signal/fork handling.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <string>
+
+#include "tracer/allocation_table.h"
+#include "tracer/thread_state.h"
+#include "tracer/cuda_call_handler.h"
+#include "tracer/cupti_session.h"
+#include "tracer/driver_api.h"
+#include "tracer/stack_capture.h"
+#include "tracer/trace_recorder.h"
+
+namespace streamrace::tracer {
+
+class TracerProcess {
+ public:
+  static TracerProcess& get();
+  // True unless STREAMRACE_DISABLE is set.
+  static bool enabled();
+
+  // CUDA is being initialised (InitializeInjection): subscribe to CUPTI. Idempotent.
+  void on_cuda_init();
+  // The recorder, handler and stack capture (created on first use, without touching CUDA).
+  CudaCallHandler& handler();
+  TraceRecorder& recorder() { return handler().recorder(); }
+
+  void at_exit();
+  void after_fork_in_child();
+  void on_fatal_signal(int sig);
+
+  std::string capture_status() const;
+
+ private:
+  TracerProcess() = default;
+  void create_core_locked();
+  std::string next_trace_path() const;
+  trace::TraceHeader make_header();
+  void install_exit_hooks();
+
+  std::mutex mu_;
+  std::atomic<CudaCallHandler*> handler_{nullptr};
+  DriverApi driver_;
+  AllocationTable allocs_;
+  TraceRecorder* recorder_ = nullptr;  // leaked on purpose (see class comment)
+  StackCapture* stacks_ = nullptr;
+  CuptiSession cupti_;
+  bool cupti_started_ = false;
+  bool hooks_installed_ = false;
+  std::atomic<bool> exited_{false};
+  std::string status_ = "ok";
+};
+
+}  // namespace streamrace::tracer
