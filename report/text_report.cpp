@@ -44,8 +44,7 @@ void write_stack(std::ostream& out, const Access& a, size_t max_frames) {
 }
 
 void write_access(std::ostream& out, const char* intro, const Access& a, const Palette& p, size_t max_frames) {
-  out << fmt::format("  {}{} {} of {} bytes at {:#x} by {} ({}) on {}, call #{}, thread {}:{}\n", p.bold, intro,
-                     a.direction, a.bytes, a.addr, a.op, a.op_kind, a.stream_label, a.seq, a.thread, p.reset);
+  out << fmt::format("  {}{} of {} bytes at {:#x} by {} ({}) on {}, call #{}, thread {}:{}\n", p.bold, intro, a.bytes, a.addr, a.op, a.op_kind, a.stream_label, a.seq, a.thread, p.reset);
   write_stack(out, a, max_frames);
 }
 

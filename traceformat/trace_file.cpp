@@ -53,6 +53,7 @@ void put_kv(std::vector<uint8_t>& out, std::string_view k, std::string_view v) {
 }  // namespace
 
 uint32_t checksum(const void* data, size_t size, uint32_t seed) {
+  if (size == 0) return seed;  // zlib answers a null buffer with the initial value instead
   return uint32_t(crc32_z(seed, static_cast<const Bytef*>(data), size));
 }
 

@@ -1,0 +1,278 @@
+// Trace format v1: round trip, compression, and every kind of bad input (truncated,
+// corrupt, empty, foreign, wrong version) with the exact error or warning text.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "support/trace_test_support.h"
+#include "traceformat/trace_file.h"
+
+namespace streamrace {
+namespace {
+
+using testing::TempDir;
+using trace::TraceBuilder;
+using trace::TraceError;
+using trace::TraceReader;
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f << bytes;
+}
+
+// A trace of three chunks: header, two data chunks and the end marker.
+std::string make_trace(const TempDir& dir, const std::string& name, bool compress) {
+  std::string path = dir.file(name);
+  trace::WriterOptions wo;
+  wo.compress = compress;
+  auto h = TraceBuilder::default_header(3);
+  h.host = "node7";
+  h.pid = 4242;
+  h.nccl_version = "2.28.9";
+  h.extra["custom_key"] = "custom value";
+  TraceBuilder t(path, h, wo);
+  uint64_t a = t.create_stream();
+  uint64_t b = t.create_stream();
+  uint64_t buf = t.alloc(1024);
+  t.at("x.py", 1, "f").memset(a, buf, 1024);
+  t.flush();
+  t.at("x.py", 2, "f").memset(b, buf, 1024);
+  t.finish();
+  return path;
+}
+
+TEST(TraceFormat, RoundTripKeepsHeaderAndRecords) {
+  TempDir dir;
+  for (bool compress : {false, true}) {
+    std::string path = make_trace(dir, compress ? "c.srace" : "u.srace", compress);
+    TraceReader r(path);
+    EXPECT_EQ(r.header().host, "node7");
+    EXPECT_EQ(r.header().pid, 4242);
+    EXPECT_EQ(r.header().rank, 3);
+    EXPECT_EQ(r.header().nccl_version, "2.28.9");
+    EXPECT_EQ(r.header().producer, "streamrace test builder");
+    EXPECT_EQ(r.header().extra.at("custom_key"), "custom value");
+    std::vector<trace::RecordKind> kinds;
+    r.for_each([&](const trace::RecordView& v) { kinds.push_back(v.kind); });
+    EXPECT_TRUE(r.stats().complete);
+    EXPECT_FALSE(r.stats().truncated);
+    EXPECT_EQ(r.stats().chunks, 3u);  // two data chunks and the end marker
+    EXPECT_TRUE(r.warnings().empty());
+    // strings and stack definitions precede the calls that use them
+    size_t memsets = std::count(kinds.begin(), kinds.end(), trace::RecordKind::kMemset);
+    EXPECT_EQ(memsets, 2u);
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), trace::RecordKind::kStreamCreate), 2);
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), trace::RecordKind::kAlloc), 1);
+  }
+}
+
+TEST(TraceFormat, TruncatedFileIsReadUpToItsLastWholeChunk) {
+  TempDir dir;
+  std::string path = make_trace(dir, "t.srace", true);
+  std::string bytes = read_bytes(path);
+  // Find the second chunk's start by reading the whole-file stats of a copy cut short.
+  TraceReader full(path);
+  uint64_t first_chunk_end = 0;
+  full.next_chunk([](const trace::RecordView&) {});
+  first_chunk_end = full.stats().valid_bytes;
+  std::string cut = dir.file("cut.srace");
+  write_bytes(cut, bytes.substr(0, first_chunk_end + 30));  // inside the second chunk
+  TraceReader r(cut);
+  uint64_t n = 0;
+  r.for_each([&](const trace::RecordView&) { ++n; });
+  EXPECT_TRUE(r.stats().truncated);
+  EXPECT_EQ(r.stats().chunks, 1u);
+  ASSERT_EQ(r.warnings().size(), 1u);
+  EXPECT_EQ(r.warnings()[0], cut + ": truncated at offset " + std::to_string(first_chunk_end) +
+                                 " inside a chunk; read 1 whole chunks (" + std::to_string(n) + " records)");
+  // The analyzer still analyses what is there and says so.
+  auto res = testing::analyze_files({cut});
+  ASSERT_EQ(res.notices.size(), 1u);
+  EXPECT_EQ(res.notices[0].text, r.warnings()[0]);
+  EXPECT_TRUE(res.traces[0].truncated);
+}
+
+TEST(TraceFormat, FileWithoutEndMarkerWarns) {
+  TempDir dir;
+  std::string path = make_trace(dir, "t.srace", false);
+  std::string bytes = read_bytes(path);
+  std::string cut = dir.file("noend.srace");
+  write_bytes(cut, bytes.substr(0, bytes.size() - 24));  // drop the 24-byte end-marker chunk
+  TraceReader r(cut);
+  r.for_each([](const trace::RecordView&) {});
+  EXPECT_FALSE(r.stats().complete);
+  EXPECT_FALSE(r.stats().truncated);
+  ASSERT_EQ(r.warnings().size(), 1u);
+  EXPECT_EQ(r.warnings()[0], cut +
+                                 ": no end-of-trace marker after 2 chunks (the traced process did not exit cleanly?); "
+                                 "analysing what was written");
+}
+
+TEST(TraceFormat, CorruptChunkIsAnErrorNamingFileAndOffset) {
+  TempDir dir;
+  std::string path = make_trace(dir, "t.srace", false);
+  TraceReader probe(path);
+  uint64_t header_end = 0;
+  {
+    // The first chunk starts right after the header; find it via the first chunk's end.
+    probe.next_chunk([](const trace::RecordView&) {});
+    header_end = probe.stats().valid_bytes;
+  }
+  std::string bytes = read_bytes(path);
+  std::string bad = dir.file("bad.srace");
+  bytes[header_end + 40] ^= 0x5a;  // a payload byte of the second chunk
+  write_bytes(bad, bytes);
+  TraceReader r(bad);
+  try {
+    r.for_each([](const trace::RecordView&) {});
+    FAIL() << "expected a TraceError";
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), bad + ": offset " + std::to_string(header_end) + ": chunk checksum mismatch (corrupt file)");
+  }
+}
+
+TEST(TraceFormat, EmptyFileIsAClearError) {
+  TempDir dir;
+  std::string path = dir.file("empty.srace");
+  write_bytes(path, "");
+  try {
+    TraceReader r(path);
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": empty file, not a streamrace trace");
+  }
+}
+
+TEST(TraceFormat, ForeignFileIsAClearError) {
+  TempDir dir;
+  std::string path = dir.file("foreign.srace");
+  write_bytes(path, "{\"traceEvents\": []}\n");
+  try {
+    TraceReader r(path);
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), path + ": offset 0: not a streamrace trace (bad magic)");
+  }
+}
+
+TEST(TraceFormat, NewerMajorVersionIsRefused) {
+  TempDir dir;
+  std::string path = make_trace(dir, "t.srace", false);
+  std::string bytes = read_bytes(path);
+  bytes[8] = 2;  // major version, little-endian
+  std::string v2 = dir.file("v2.srace");
+  write_bytes(v2, bytes);
+  try {
+    TraceReader r(v2);
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), v2 + ": offset 8: unsupported trace format version 2.0 (this build reads 1.x)");
+  }
+}
+
+TEST(TraceFormat, CorruptHeaderIsAClearError) {
+  TempDir dir;
+  std::string path = make_trace(dir, "t.srace", false);
+  std::string bytes = read_bytes(path);
+  bytes[20] ^= 0x01;
+  std::string bad = dir.file("hdr.srace");
+  write_bytes(bad, bytes);
+  try {
+    TraceReader r(bad);
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), bad + ": offset 16: header checksum mismatch");
+  }
+}
+
+TEST(TraceFormat, GarbageAfterHeaderIsCorruptNotTruncated) {
+  TempDir dir;
+  std::string path = make_trace(dir, "t.srace", false);
+  TraceReader probe(path);
+  std::string bytes = read_bytes(path);
+  // Keep the header (everything before the first chunk), then append garbage.
+  probe.next_chunk([](const trace::RecordView&) {});
+  std::string hdr = bytes.substr(0, bytes.find("CHNK"));
+  std::string bad = dir.file("garbage.srace");
+  write_bytes(bad, hdr + std::string(64, 'x'));
+  TraceReader r(bad);
+  try {
+    r.for_each([](const trace::RecordView&) {});
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), bad + ": offset " + std::to_string(hdr.size()) + ": bad chunk magic (corrupt file?)");
+  }
+}
+
+TEST(TraceFormat, InputsThatAreNotTraces) {
+  TempDir dir;
+  try {
+    analysis::expand_trace_inputs({dir.file("missing")});
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), dir.file("missing") + ": no such file or directory");
+  }
+  try {
+    analysis::expand_trace_inputs({dir.path().string()});
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()), dir.path().string() + ": directory holds no *.srace trace files");
+  }
+}
+
+TEST(TraceFormat, WriterNeverFollowsSymlinksOrOverwrites) {
+  TempDir dir;
+  std::string target = dir.file("target");
+  write_bytes(target, "precious");
+  std::string link = dir.file("link.srace");
+  std::filesystem::create_symlink(target, link);
+  EXPECT_THROW(trace::TraceWriter(link, TraceBuilder::default_header()), TraceError);
+  EXPECT_EQ(read_bytes(target), "precious");
+  EXPECT_THROW(trace::TraceWriter(target, TraceBuilder::default_header()), TraceError);
+}
+
+TEST(TraceFormat, RecordsArriveOutOfOrderAreReordered) {
+  // Per-thread buffers may land in chunks out of sequence order; the analyzer orders by seq.
+  TempDir dir;
+  std::string path = dir.file("ooo.srace");
+  {
+    trace::TraceWriter w(path, TraceBuilder::default_header());
+    trace::ChunkBuilder c1, c2;
+    trace::CallInfo ci{};
+    ci.seq = 0;
+    c1.add(trace::StreamCreate{ci, 0x10, 0, trace::kStreamNonBlocking, 0, 0});
+    ci.seq = 1;
+    c1.add(trace::StreamCreate{ci, 0x20, 0, trace::kStreamNonBlocking, 0, 0});
+    ci.seq = 2;
+    c1.add(trace::Alloc{ci, 0x1000, 256, 0, 0, trace::AllocKind::kDevice, 0, 0});
+    // seq 4 (a memset on 0x20) arrives before seq 3 (the event wait that orders it)
+    trace::Memset m{};
+    m.call = ci;
+    m.call.seq = 4;
+    m.stream = 0x20;
+    m.dst = 0x1000;
+    m.bytes = 256;
+    m.is_async = 1;
+    c1.add(m);
+    trace::Memset first = m;
+    first.call.seq = 3;
+    first.stream = 0x10;
+    c2.add(first);
+    w.write_chunk(c1);
+    w.write_chunk(c2);
+    w.close();
+  }
+  auto r = testing::analyze_files({path});
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].earlier.seq, 3u);
+  EXPECT_EQ(r.findings[0].later.seq, 4u);
+  EXPECT_TRUE(r.notices.empty());
+}
+
+}  // namespace
+}  // namespace streamrace
