@@ -168,10 +168,24 @@ def parse_args(argv=None):
     return p.parse_args(argv)
 
 
+def _engine_cfg(engine, getter):
+    fn = getattr(engine, getter, None)
+    try:
+        return fn() if fn is not None else None
+    except Exception:  # informational only
+        return None
+
+
+def _sync():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def param_checksum(model):
     """Sum and sum of squares of this rank's parameter data (stage 3: its partition)."""
-    s = torch.zeros((), dtype=torch.float64, device="cuda")
-    q = torch.zeros((), dtype=torch.float64, device="cuda")
+    dev = next(model.parameters()).device
+    s = torch.zeros((), dtype=torch.float64, device=dev)
+    q = torch.zeros((), dtype=torch.float64, device=dev)
     with torch.no_grad():
         for prm in model.parameters():
             t = getattr(prm, "ds_tensor", prm)
@@ -215,12 +229,12 @@ def main(argv=None):
     if rank == 0:
         print("SR_CONFIG " + json.dumps({
             "deepspeed": deepspeed.__version__, "torch": torch.__version__,
-            "nccl": ".".join(map(str, torch.cuda.nccl.version())),
+            "nccl": ".".join(map(str, torch.cuda.nccl.version())) if torch.cuda.is_available() else None,
             "world_size": accelerator.num_processes, "stage": stage, "dtype": str(dtype),
             "optimizer": type(zopt).__name__,
-            "reduce_bucket_size": getattr(zopt, "reduce_bucket_size", None),
-            "overlap_comm": getattr(zopt, "overlap_comm", None),
-            "contiguous_gradients": getattr(zopt, "contiguous_gradients", None),
+            "reduce_bucket_size": _engine_cfg(model, "zero_reduce_bucket_size"),
+            "overlap_comm": _engine_cfg(model, "zero_overlap_comm"),
+            "contiguous_gradients": _engine_cfg(model, "zero_contiguous_gradients"),
             "patch_deepspeed": args.patch_deepspeed,
             "reduction_delay_cycles": args.reduction_delay_cycles,
             "csan": os.environ.get("TORCH_CUDA_SANITIZER", ""),
@@ -233,7 +247,7 @@ def main(argv=None):
     losses = []
     for step in range(args.steps):
         if step == timed_from:
-            torch.cuda.synchronize()
+            _sync()
             t_start = time.perf_counter()
         x = torch.rand(1, dtype=dtype, device=device)
         y = torch.rand(1, dtype=dtype, device=device)
@@ -247,7 +261,7 @@ def main(argv=None):
         losses.append(loss.item())
         if rank == 0:
             print(f"SR_STEP rank={rank} step={step} loss={losses[-1]:.9g} grad_norm={gnorm:.9g}", flush=True)
-    torch.cuda.synchronize()
+    _sync()
     elapsed = time.perf_counter() - t_start if t_start is not None else float("nan")
     timed_steps = args.steps - timed_from
 
