@@ -4,7 +4,7 @@
 #
 # Environment (all optional):
 #   DS_VERSION        DeepSpeed version installed by setup_env.sh       (default 0.14.2)
-#   DS_SITE           directory holding that install        (default /tmp/ds-$DS_VERSION)
+#   DS_SITE           directory holding that install (default ${DS_PREFIX:-/tmp/ds-}$DS_VERSION)
 #   DS_CONFIG         DeepSpeed JSON config (default: ds_zero1_fp16.json, or
 #                     ds_zero3_bf16.json when the arguments contain "--stage 3")
 #   NUM_PROCESSES     ranks (default 2)
@@ -19,7 +19,7 @@ set -x
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 DS_VERSION="${DS_VERSION:-0.14.2}"
-DS_SITE="${DS_SITE:-/tmp/ds-${DS_VERSION}}"
+DS_SITE="${DS_SITE:-${DS_PREFIX:-/tmp/ds-}${DS_VERSION}}"
 NUM_PROCESSES="${NUM_PROCESSES:-2}"
 PYTHON="${PYTHON:-python3}"
 

@@ -93,7 +93,9 @@ def patch_zero_stage_1_and_2():
             flushed = self.ipg_index               # DeepSpeed swaps right after we return
             event = torch.cuda.Event()
             event.record(self.reduction_stream)    # after all the flush's reduction-stream work
-            events = self._streamrace_ipg_events
+            events = getattr(self, "_streamrace_ipg_events", None)
+            if events is None:  # flush outside a backward pass started by the wrapper
+                events = self._streamrace_ipg_events = [None, None]
             events[flushed] = event
             _PatchStats.recorded += 1
             reused = 1 - flushed                   # the buffer the next copies will write
