@@ -21,8 +21,9 @@ StackMode parse_stack_mode(const char* text) {
   return StackMode::kAuto;
 }
 
-StackCapture::StackCapture(StackTable& stacks, StringTable& strings, StackMode mode, size_t max_frames)
-    : stacks_(stacks), python_(strings), mode_(mode), max_frames_(max_frames) {}
+StackCapture::StackCapture(StackTable& stacks, StringTable& strings, StackMode mode, size_t max_frames,
+                           bool strip_own_module)
+    : stacks_(stacks), python_(strings), mode_(mode), max_frames_(max_frames), strip_own_(strip_own_module) {}
 
 uint32_t StackCapture::capture() {
   switch (mode_) {
@@ -45,14 +46,20 @@ uint32_t StackCapture::capture_python() {
 }
 
 namespace {
+struct ModuleScan {
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  bool include_own;
+};
+
 int collect_module(dl_phdr_info* info, size_t, void* data) {
-  auto* out = static_cast<std::vector<std::pair<uint64_t, uint64_t>>*>(data);
+  auto* scan = static_cast<ModuleScan*>(data);
+  auto* out = &scan->ranges;
   std::string_view name = info->dlpi_name ? info->dlpi_name : "";
   static const int anchor = 0;
   Dl_info self{};
   dladdr(&anchor, &self);
   bool ours = self.dli_fbase != nullptr && reinterpret_cast<uint64_t>(self.dli_fbase) == info->dlpi_addr;
-  bool internal = ours || name.find("libcupti") != std::string_view::npos ||
+  bool internal = (ours && scan->include_own) || name.find("libcupti") != std::string_view::npos ||
                   name.find("libcuda.so") != std::string_view::npos;
   if (!internal) return 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
@@ -67,9 +74,9 @@ int collect_module(dl_phdr_info* info, size_t, void* data) {
 }  // namespace
 
 void StackCapture::find_internal_modules() {
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
-  dl_iterate_phdr(collect_module, &ranges);
-  internal_ = std::move(ranges);
+  ModuleScan scan{{}, strip_own_};
+  dl_iterate_phdr(collect_module, &scan);
+  internal_ = std::move(scan.ranges);
   modules_known_ = true;
 }
 

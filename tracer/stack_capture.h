@@ -20,7 +20,10 @@ StackMode parse_stack_mode(const char* text);  // "none", "native", "python", "a
 
 class StackCapture {
  public:
-  StackCapture(StackTable& stacks, StringTable& strings, StackMode mode, size_t max_frames = 32);
+  // `strip_own_module`: drop the leading frames of the module holding the tracer (off in
+  // unit tests, where that module is the test program itself).
+  StackCapture(StackTable& stacks, StringTable& strings, StackMode mode, size_t max_frames = 32,
+               bool strip_own_module = true);
   // Interned id of the caller's stack; 0 when none could be taken.
   uint32_t capture();
   StackMode mode() const { return mode_; }
@@ -35,6 +38,7 @@ class StackCapture {
   PythonFrames python_;
   StackMode mode_;
   size_t max_frames_;
+  bool strip_own_;
   bool modules_known_ = false;
   std::vector<std::pair<uint64_t, uint64_t>> internal_;  // [begin, end) of tracer/CUPTI/driver code
 };

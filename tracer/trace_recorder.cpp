@@ -180,6 +180,8 @@ void TraceRecorder::flush_locked(bool nonblocking) {
       }
     }
   }
+  // Interned strings alone (no record yet) never create the file.
+  if (drained.empty() && !writer_) return;
   // 2. Definitions, stacks before strings since symbolizing interns module names.
   auto stacks = stacks_.take_pending(strings_);
   auto strings = strings_.take_pending();

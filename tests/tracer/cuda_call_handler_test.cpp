@@ -1,0 +1,412 @@
+// CudaCallHandler driven by synthetic CUPTI callback data: for each CUDA call, the exact
+// records it must become. No GPU, no CUPTI: the handler sees what CuptiSession would pass.
+#include <gtest/gtest.h>
+
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+#include <generated_cuda_meta.h>
+#include <generated_cuda_runtime_api_meta.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
+#include "tests/tracer/trace_contents.h"
+#include "tracer/cuda_call_handler.h"
+#include "tracer/thread_state.h"
+
+namespace streamrace::tracer {
+namespace {
+
+using testing::read_trace;
+using testing::TraceContents;
+using trace::RecordKind;
+
+class FakeQueries : public CudaQueries {
+ public:
+  uint32_t device = 1;
+  std::map<uint64_t, std::vector<ParamSlot>> layouts;
+  std::map<uint64_t, trace::MemKind> kinds;  // addresses the "driver" knows
+  int layout_calls = 0;
+  uint32_t device_of_context(uint64_t) override { return device; }
+  bool param_layout(uint64_t func, bool, std::vector<ParamSlot>& out) override {
+    ++layout_calls;
+    auto it = layouts.find(func);
+    if (it == layouts.end()) return false;
+    out = it->second;
+    return true;
+  }
+  trace::MemKind memory_kind(uint64_t ptr) override {
+    auto it = kinds.find(ptr);
+    return it == kinds.end() ? trace::MemKind::kPageableHost : it->second;
+  }
+};
+
+template <typename T>
+uint64_t H(T p) {
+  return reinterpret_cast<uint64_t>(p);
+}
+template <typename T>
+T* as_ptr(uint64_t v) {
+  return reinterpret_cast<T*>(v);
+}
+
+class HandlerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("sr_handler_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    RecorderOptions o;
+    o.path = (dir_ / "t.srace").string();
+    o.background_flusher = false;
+    o.header_provider = [] {
+      trace::TraceHeader h;
+      h.producer = "handler test";
+      return h;
+    };
+    rec_ = std::make_unique<TraceRecorder>(o);
+    handler_ = std::make_unique<CudaCallHandler>(*rec_, allocs_, queries_, nullptr);
+    thread_state() = TracerThreadState{};
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  TraceContents finish() {
+    rec_->close();
+    return read_trace((dir_ / "t.srace").string());
+  }
+  void runtime(uint32_t cbid, const void* params, int32_t result = 0, uint32_t corr = 7,
+               const char* symbol = nullptr) {
+    runtime_enter(cbid, params, corr);
+    runtime_exit(cbid, params, result, corr, symbol);
+  }
+  void runtime_enter(uint32_t cbid, const void* params, uint32_t corr = 7) {
+    handler_->on_call(ApiCall{ApiDomain::kRuntime, true, cbid, nullptr, params, 0, corr, 0x100});
+  }
+  void runtime_exit(uint32_t cbid, const void* params, int32_t result = 0, uint32_t corr = 7,
+                    const char* symbol = nullptr) {
+    handler_->on_call(ApiCall{ApiDomain::kRuntime, false, cbid, symbol, params, result, corr, 0x100});
+  }
+  void driver(uint32_t cbid, const void* params, int32_t result = 0, uint32_t corr = 9, const char* symbol = nullptr) {
+    handler_->on_call(ApiCall{ApiDomain::kDriver, true, cbid, symbol, params, 0, corr, 0x100});
+    handler_->on_call(ApiCall{ApiDomain::kDriver, false, cbid, symbol, params, result, corr, 0x100});
+  }
+  uint64_t malloc_device(uint64_t ptr, size_t bytes) {
+    void* p = as_ptr<void>(ptr);
+    cudaMalloc_v3020_params m{&p, bytes};
+    runtime(CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &m);
+    return ptr;
+  }
+
+  std::filesystem::path dir_;
+  FakeQueries queries_;
+  AllocationTable allocs_;
+  std::unique_ptr<TraceRecorder> rec_;
+  std::unique_ptr<CudaCallHandler> handler_;
+};
+
+TEST_F(HandlerTest, StreamCreateWithPriorityRecordsFlagsPriorityAndDevice) {
+  cudaStream_t s = as_ptr<CUstream_st>(0x5551);
+  cudaStreamCreateWithPriority_v5050_params p{&s, cudaStreamNonBlocking, -2};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamCreateWithPriority_v5050, &p);
+  auto t = finish();
+  ASSERT_EQ(t.records.size(), 1u);
+  auto r = t.records[0].as<trace::StreamCreate>();
+  EXPECT_EQ(t.records[0].kind, RecordKind::kStreamCreate);
+  EXPECT_EQ(r.stream, 0x5551u);
+  EXPECT_EQ(r.flags, uint32_t(trace::kStreamNonBlocking));
+  EXPECT_EQ(r.priority, -2);
+  EXPECT_EQ(r.device, 1u);
+  EXPECT_EQ(r.call.seq, 0u);
+  EXPECT_EQ(t.str(r.call.api_id), "cudaStreamCreateWithPriority");
+  EXPECT_TRUE(t.defs_before_use);
+  EXPECT_TRUE(t.stats.complete);
+}
+
+TEST_F(HandlerTest, RuntimeCallsDriverCallsInsideAreCountedOnce) {
+  malloc_device(0x7000'0000, 4096);
+  char host[64];
+  cudaMemcpyAsync_v3020_params p{as_ptr<void>(0x7000'0100), host, 64, cudaMemcpyHostToDevice,
+                                 as_ptr<CUstream_st>(0x5551)};
+  runtime_enter(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, &p, 21);
+  // The runtime implements the copy with a driver copy: it must not become a second record.
+  cuMemcpyHtoDAsync_v2_params d{0x7000'0100, host, 64, as_ptr<CUstream_st>(0x5551)};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuMemcpyHtoDAsync_v2, &d, 0, 22);
+  runtime_exit(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, &p, 0, 21);
+  auto t = finish();
+  ASSERT_EQ(t.records.size(), 2u);
+  EXPECT_EQ(t.records[0].kind, RecordKind::kAlloc);
+  ASSERT_EQ(t.records[1].kind, RecordKind::kMemcpy);
+  auto m = t.records[1].as<trace::Memcpy>();
+  EXPECT_EQ(m.stream, 0x5551u);
+  EXPECT_EQ(m.correlation, 21u);
+  EXPECT_EQ(m.dst, 0x7000'0100u);
+  EXPECT_EQ(m.src, H(host));
+  EXPECT_EQ(m.bytes, 64u);
+  EXPECT_EQ(m.device, 1u);
+  EXPECT_EQ(m.copy_kind, trace::CopyKind::kHostToDevice);
+  EXPECT_EQ(m.is_async, 1);
+  EXPECT_EQ(m.src_mem, trace::MemKind::kPageableHost);
+  EXPECT_EQ(m.dst_mem, trace::MemKind::kDevice);
+  EXPECT_EQ(m.call.seq, 1u);
+  EXPECT_EQ(t.str(m.call.api_id), "cudaMemcpyAsync");
+}
+
+TEST_F(HandlerTest, DefaultStreamsBecomeLegacyAndPerThreadIds) {
+  malloc_device(0x7000'0000, 4096);
+  cudaMemsetAsync_v3020_params legacy{as_ptr<void>(0x7000'0000), 0, 16, nullptr};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, &legacy);
+  cudaMemsetAsync_v3020_params legacy_named{as_ptr<void>(0x7000'0000), 0, 16, cudaStreamLegacy};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, &legacy_named);
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000, &legacy);  // stream 0 under --default-stream per-thread
+  cudaMemsetAsync_v3020_params per_thread{as_ptr<void>(0x7000'0000), 0, 16, cudaStreamPerThread};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, &per_thread);
+  cudaMemset_v3020_params sync{as_ptr<void>(0x7000'0000), 0, 16};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020, &sync);
+  auto t = finish();
+  auto sets = t.of(RecordKind::kMemset);
+  ASSERT_EQ(sets.size(), 5u);
+  EXPECT_EQ(sets[0].as<trace::Memset>().stream, trace::legacy_stream(1));
+  EXPECT_EQ(sets[1].as<trace::Memset>().stream, trace::legacy_stream(1));
+  EXPECT_EQ(sets[2].as<trace::Memset>().stream, trace::per_thread_stream(0, 1));
+  EXPECT_EQ(sets[3].as<trace::Memset>().stream, trace::per_thread_stream(0, 1));
+  EXPECT_EQ(sets[4].as<trace::Memset>().stream, trace::legacy_stream(1));
+  EXPECT_EQ(sets[0].as<trace::Memset>().is_async, 1);
+  EXPECT_EQ(sets[4].as<trace::Memset>().is_async, 0);
+  EXPECT_EQ(sets[4].as<trace::Memset>().dst_mem, trace::MemKind::kDevice);
+}
+
+struct TwoPointers {
+  uint64_t a;
+  uint64_t b;
+};
+
+TEST_F(HandlerTest, KernelLaunchScansParametersThroughTheDriverLaunchOnce) {
+  malloc_device(0x7000'0000, 4096);
+  malloc_device(0x7100'0000, 4096);
+  const uint64_t func = 0xF00D;
+  queries_.layouts[func] = {{0, 4}, {8, 16}, {24, 8}, {32, 8}};
+  int n = 1024;
+  TwoPointers arr{0x7000'0010, 0x1234};  // one pointer into live memory, one not
+  uint64_t out = 0x7100'0000;
+  uint64_t dangling = 0x9999'0000;
+  void* args[] = {&n, &arr, &out, &dangling};
+  cudaLaunchKernel_v7000_params rp{as_ptr<void>(0xABC), dim3(8, 2, 1), dim3(256, 1, 1), args, 0, nullptr};
+  runtime_enter(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &rp, 31);
+  // The runtime's driver launch names its own handle for the legacy stream.
+  cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 8, 2, 1, 256, 1, 1, 0, as_ptr<CUstream_st>(0xDEAD), args, nullptr};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 32, "_Z6vecAddiPfS_");
+  runtime_exit(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &rp, 0, 31, "_Z6vecAddiPfS_");
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 1u);
+  auto k = ks[0].as<trace::KernelLaunchHead>();
+  EXPECT_EQ(k.stream, trace::legacy_stream(1));
+  EXPECT_EQ(k.correlation, 31u);
+  EXPECT_EQ(k.flags, uint32_t(trace::kKernelArgsScanned));
+  EXPECT_EQ(k.grid[0], 8u);
+  EXPECT_EQ(k.grid[1], 2u);
+  EXPECT_EQ(k.block[0], 256u);
+  EXPECT_EQ(t.str(k.name_id), "vecAdd(int, float*, float*)");
+  EXPECT_EQ(t.str(k.call.api_id), "cudaLaunchKernel");
+  ASSERT_EQ(k.nptrs, 2u);
+  EXPECT_EQ(ks[0].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'0010, 0x7100'0000}));
+}
+
+TEST_F(HandlerTest, PackedArgumentBufferIsScannedAtLayoutOffsets) {
+  malloc_device(0x7000'0000, 4096);
+  const uint64_t func = 0xBEEF;
+  queries_.layouts[func] = {{0, 8}, {8, 4}};
+  uint8_t buf[16] = {};
+  uint64_t p = 0x7000'0800;
+  std::memcpy(buf, &p, 8);
+  size_t size = sizeof buf;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 1, 1, 1, 32, 1, 1, 0, as_ptr<CUstream_st>(0x5551), nullptr, extra};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 40, "k");
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 1u);
+  auto k = ks[0].as<trace::KernelLaunchHead>();
+  EXPECT_EQ(k.stream, 0x5551u);
+  EXPECT_EQ(k.correlation, 40u);
+  EXPECT_EQ(t.str(k.call.api_id), "cuLaunchKernel");
+  EXPECT_EQ(ks[0].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'0800}));
+}
+
+TEST_F(HandlerTest, RuntimeLaunchWithoutDriverCallbackIsStillRecordedUnscanned) {
+  int n = 3;
+  void* args[] = {&n};
+  cudaLaunchKernel_v7000_params rp{as_ptr<void>(0xABC), dim3(1, 1, 1), dim3(32, 1, 1), args, 0,
+                                   as_ptr<CUstream_st>(0x5551)};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &rp, 0, 50, "spin");
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 1u);
+  auto k = ks[0].as<trace::KernelLaunchHead>();
+  EXPECT_EQ(k.flags, 0u);
+  EXPECT_EQ(k.nptrs, 0u);
+  EXPECT_EQ(k.correlation, 50u);
+  EXPECT_EQ(t.str(k.name_id), "spin");
+}
+
+TEST_F(HandlerTest, NcclInternalLaunchesAreSuppressedButLendTheirCorrelation) {
+  thread_state().nccl_depth = 1;
+  thread_state().nccl_launch_correlation = 0;
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = cfg.gridDimY = cfg.gridDimZ = 1;
+  cfg.blockDimX = cfg.blockDimY = cfg.blockDimZ = 1;
+  cuLaunchKernelEx_params dp{&cfg, as_ptr<CUfunc_st>(0x77), nullptr, nullptr};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &dp, 0, 61, "ncclDevKernel");
+  driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &dp, 0, 62, "ncclDevKernel");
+  EXPECT_EQ(thread_state().nccl_launch_correlation, 61u);
+  thread_state().nccl_depth = 0;
+  rec_->close();
+  EXPECT_FALSE(rec_->file_created());  // nothing recorded: no file at all
+  EXPECT_EQ(queries_.layout_calls, 0);
+}
+
+TEST_F(HandlerTest, CudaFreeIsAnImplicitDeviceSyncThenAFree) {
+  malloc_device(0x7000'0000, 4096);
+  cudaFree_v3020_params init{nullptr};  // cudaFree(0): context initialisation only
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, &init);
+  cudaFree_v3020_params f{as_ptr<void>(0x7000'0000)};
+  runtime_enter(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, &f);
+  cuMemFree_v2_params df{0x7000'0000};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &df);
+  runtime_exit(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, &f);
+  auto t = finish();
+  ASSERT_EQ(t.records.size(), 3u);
+  EXPECT_EQ(t.records[1].kind, RecordKind::kDeviceSynchronize);
+  auto ds = t.records[1].as<trace::DeviceSynchronize>();
+  EXPECT_EQ(ds.device, 1u);
+  EXPECT_EQ(t.str(ds.call.api_id), "cudaFree");
+  ASSERT_EQ(t.records[2].kind, RecordKind::kFree);
+  auto fr = t.records[2].as<trace::Free>();
+  EXPECT_EQ(fr.ptr, 0x7000'0000u);
+  EXPECT_EQ(fr.kind, trace::AllocKind::kDevice);
+  EXPECT_EQ(fr.call.seq, 2u);
+  EXPECT_EQ(allocs_.size(), 0u);
+}
+
+TEST_F(HandlerTest, EventsAndQueriesKeepTheirResults) {
+  cudaEvent_t e = as_ptr<CUevent_st>(0xE1);
+  cudaEventCreateWithFlags_v3020_params c{&e, cudaEventDisableTiming};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaEventCreateWithFlags_v3020, &c);
+  cudaEventRecord_v3020_params r{e, as_ptr<CUstream_st>(0x5551)};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, &r);
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, &r, /*cudaErrorInvalidResourceHandle*/ 400);
+  cudaStreamWaitEvent_v3020_params w{as_ptr<CUstream_st>(0x5552), e, 0};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, &w);
+  cudaEventQuery_v3020_params q{e};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, &q, /*cudaErrorNotReady*/ 600);
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaEventQuery_v3020, &q, 0);
+  cudaEventSynchronize_v3020_params es{e};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaEventSynchronize_v3020, &es);
+  cudaStreamSynchronize_v3020_params ss{as_ptr<CUstream_st>(0x5552)};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, &ss);
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, nullptr);
+  auto t = finish();
+  std::vector<RecordKind> kinds;
+  for (auto& rec : t.records) kinds.push_back(rec.kind);
+  EXPECT_EQ(kinds, (std::vector<RecordKind>{RecordKind::kEventCreate, RecordKind::kEventRecord,
+                                            RecordKind::kStreamWaitEvent, RecordKind::kEventQuery,
+                                            RecordKind::kEventQuery, RecordKind::kEventSynchronize,
+                                            RecordKind::kStreamSynchronize, RecordKind::kDeviceSynchronize}));
+  EXPECT_EQ(t.records[0].as<trace::EventCreate>().flags, uint32_t(cudaEventDisableTiming));
+  EXPECT_EQ(t.records[1].as<trace::EventRecord>().stream, 0x5551u);
+  EXPECT_EQ(t.records[2].as<trace::StreamWaitEvent>().stream, 0x5552u);
+  EXPECT_EQ(t.records[2].as<trace::StreamWaitEvent>().event, 0xE1u);
+  EXPECT_EQ(t.records[3].as<trace::EventQuery>().result, 600);
+  EXPECT_EQ(t.records[4].as<trace::EventQuery>().result, 0);
+  // seq stays dense although the failed record call wrote nothing.
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    trace::CallInfo ci;
+    std::memcpy(&ci, t.records[i].body.data(), sizeof ci);
+    EXPECT_EQ(ci.seq, i);
+  }
+}
+
+TEST_F(HandlerTest, StreamOrderedAllocationsCarryTheirStream) {
+  void* p = as_ptr<void>(0x7200'0000);
+  cudaMallocAsync_v11020_params m{&p, 1 << 20, as_ptr<CUstream_st>(0x5551)};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaMallocAsync_v11020, &m);
+  cudaFreeAsync_v11020_params f{p, as_ptr<CUstream_st>(0x5552)};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020, &f);
+  auto t = finish();
+  ASSERT_EQ(t.records.size(), 2u);
+  auto a = t.records[0].as<trace::Alloc>();
+  EXPECT_EQ(a.kind, trace::AllocKind::kAsync);
+  EXPECT_EQ(a.ptr, 0x7200'0000u);
+  EXPECT_EQ(a.bytes, 1u << 20);
+  EXPECT_EQ(a.stream, 0x5551u);
+  auto fr = t.records[1].as<trace::Free>();
+  EXPECT_EQ(fr.kind, trace::AllocKind::kAsync);
+  EXPECT_EQ(fr.stream, 0x5552u);
+}
+
+TEST_F(HandlerTest, VirtualMemoryMapsAndUnmapsFromTheDriver) {
+  cuMemMap_params m{0x7300'0000, 2 << 20, 0, 0x42, 0};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuMemMap, &m);
+  cuMemUnmap_params u{0x7300'0000, 2 << 20};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuMemUnmap, &u);
+  auto t = finish();
+  ASSERT_EQ(t.records.size(), 2u);
+  auto a = t.records[0].as<trace::Alloc>();
+  EXPECT_EQ(a.kind, trace::AllocKind::kVmmMap);
+  EXPECT_EQ(a.bytes, 2u << 20);
+  EXPECT_EQ(t.str(a.call.api_id), "cuMemMap");
+  auto f = t.records[1].as<trace::Free>();
+  EXPECT_EQ(f.kind, trace::AllocKind::kVmmMap);
+  EXPECT_EQ(f.bytes, 2u << 20);
+}
+
+TEST_F(HandlerTest, PinnedHostMemoryIsKnownToCopies) {
+  void* h = as_ptr<void>(0x5000'0000);
+  cudaHostAlloc_v3020_params ha{&h, 4096, 0};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaHostAlloc_v3020, &ha);
+  malloc_device(0x7000'0000, 4096);
+  cudaMemcpyAsync_v3020_params p{as_ptr<void>(0x5000'0010), as_ptr<void>(0x7000'0000), 16, cudaMemcpyDefault,
+                                 as_ptr<CUstream_st>(0x5551)};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, &p);
+  auto t = finish();
+  auto m = t.of(RecordKind::kMemcpy).at(0).as<trace::Memcpy>();
+  EXPECT_EQ(m.copy_kind, trace::CopyKind::kDeviceToHost);
+  EXPECT_EQ(m.src_mem, trace::MemKind::kDevice);
+  EXPECT_EQ(m.dst_mem, trace::MemKind::kPinnedHost);
+}
+
+TEST_F(HandlerTest, GraphLaunchAndCaptureAreRecorded) {
+  cudaStreamBeginCapture_v10000_params b{as_ptr<CUstream_st>(0x5551), cudaStreamCaptureModeGlobal};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, &b);
+  cudaGraph_t g = nullptr;
+  cudaStreamEndCapture_v10000_params e{as_ptr<CUstream_st>(0x5551), &g};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, &e);
+  cudaGraphLaunch_v10000_params l{as_ptr<CUgraphExec_st>(0x6A00), as_ptr<CUstream_st>(0x5552)};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, &l, 0, 70);
+  auto t = finish();
+  ASSERT_EQ(t.records.size(), 3u);
+  EXPECT_EQ(t.records[0].as<trace::StreamCapture>().begin, 1u);
+  EXPECT_EQ(t.records[1].as<trace::StreamCapture>().begin, 0u);
+  auto gl = t.records[2].as<trace::GraphLaunch>();
+  EXPECT_EQ(gl.graph_exec, 0x6A00u);
+  EXPECT_EQ(gl.stream, 0x5552u);
+  EXPECT_EQ(gl.correlation, 70u);
+}
+
+TEST_F(HandlerTest, TracerOwnCallsAreIgnored) {
+  {
+    InternalCallGuard guard;
+    runtime(CUPTI_RUNTIME_TRACE_CBID_cudaDeviceSynchronize_v3020, nullptr);
+  }
+  rec_->close();
+  EXPECT_FALSE(rec_->file_created());
+}
+
+}  // namespace
+}  // namespace streamrace::tracer

@@ -1,0 +1,172 @@
+// libstreamrace.so preloaded into real processes: silent and traceless without CUDA, and
+// its NCCL interposer reaching a libnccl.so.2 that sits in a local scope (as under PyTorch).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/tracer/trace_contents.h"
+
+namespace streamrace::tracer {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::read_trace;
+using trace::RecordKind;
+
+struct Result {
+  int rc;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class PreloadTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    base_ = fs::temp_directory_path() / ("sr_preload_" + std::to_string(getpid()) + "_" +
+                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(base_);
+    traces_ = base_ / "traces";
+    fs::create_directories(traces_);
+  }
+  void TearDown() override { fs::remove_all(base_); }
+
+  // Runs `cmd` through sh with the tracer preloaded and `env` added.
+  Result run(const std::string& env, const std::string& cmd) {
+    std::string line = "cd '" + base_.string() + "' && env -u CUDA_INJECTION64_PATH LD_PRELOAD='" SR_TRACER_LIB
+                       "' STREAMRACE_OUT='" + traces_.string() + "' " + env + " " + cmd + " >'" +
+                       (base_ / "out").string() + "' 2>'" + (base_ / "err").string() + "'";
+    int status = std::system(line.c_str());
+    return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base_ / "out"), slurp(base_ / "err")};
+  }
+  std::vector<fs::path> trace_files() const {
+    std::vector<fs::path> out;
+    for (auto& e : fs::directory_iterator(traces_)) out.push_back(e.path());
+    return out;
+  }
+
+  fs::path base_, traces_;
+};
+
+TEST_F(PreloadTest, NonCudaProgramRunsSilentlyAndLeavesNoTrace) {
+  auto r = run("", "/bin/true");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+  EXPECT_TRUE(trace_files().empty());
+}
+
+TEST_F(PreloadTest, NonCudaProgramOutputAndStatusAreUntouched) {
+  auto r = run("", "sh -c 'echo hello; echo oops >&2; exit 3'");
+  EXPECT_EQ(r.rc, 3);
+  EXPECT_EQ(r.out, "hello\n");
+  EXPECT_EQ(r.err, "oops\n");
+  EXPECT_TRUE(trace_files().empty());
+}
+
+TEST_F(PreloadTest, PointsCudaInjectionAtItselfForTheProgramOnly) {
+  auto r = run("", "sh -c 'echo \"$CUDA_INJECTION64_PATH\"'");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(r.out, std::string(SR_TRACER_LIB) + "\n");
+}
+
+TEST_F(PreloadTest, DisabledByEnvironment) {
+  auto r = run("STREAMRACE_DISABLE=1", "sh -c 'echo \"[$CUDA_INJECTION64_PATH]\"'");
+  EXPECT_EQ(r.out, "[]\n");
+}
+
+TEST_F(PreloadTest, NcclCallsInALocalScopeReachTheRealLibraryAndTheTrace) {
+  fs::path log = base_ / "nccl.log";
+  auto r = run("RANK=1 FAKE_NCCL_LOG='" + log.string() + "'", "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(slurp(log),
+            "CommInitRank nranks=2 rank=1\n"
+            "AllReduce send=0x70000000 recv=0x70000000 count=256 type=7 op=0 stream=0x5000\n"
+            "GroupStart\n"
+            "Send send=0x70000000 count=16 type=9 peer=0\n"
+            "Recv recv=0x70001000 count=16 type=9 peer=0\n"
+            "GroupEnd\n"
+            "CommSplit color=0 key=1\n"
+            "Broadcast send=0x70000000 recv=0x70000000 count=8 type=4 root=0\n");
+  auto files = trace_files();
+  ASSERT_EQ(files.size(), 1u);
+  auto t = read_trace(files[0].string());
+  EXPECT_TRUE(t.stats.complete);
+  EXPECT_TRUE(t.defs_before_use);
+  EXPECT_EQ(t.header.rank, 1);
+  EXPECT_EQ(t.header.producer, "libstreamrace 0.1.0");
+  EXPECT_EQ(t.header.nccl_version, "22809");
+  EXPECT_EQ(files[0].filename().string(), t.header.host + "-" + std::to_string(t.header.pid) + ".srace");
+
+  std::vector<RecordKind> kinds;
+  for (auto& rec : t.records) kinds.push_back(rec.kind);
+  ASSERT_EQ(kinds, (std::vector<RecordKind>{RecordKind::kNcclCommInit, RecordKind::kNcclCall,
+                                            RecordKind::kNcclGroupStart, RecordKind::kNcclCall, RecordKind::kNcclCall,
+                                            RecordKind::kNcclGroupEnd, RecordKind::kNcclCommInit,
+                                            RecordKind::kNcclCall}));
+  for (size_t i = 0; i < t.records.size(); ++i) {
+    trace::CallInfo ci;
+    std::memcpy(&ci, t.records[i].body.data(), sizeof ci);
+    EXPECT_EQ(ci.seq, i);
+  }
+  auto init = t.records[0].as<trace::NcclCommInit>();
+  EXPECT_EQ(init.rank, 1);
+  EXPECT_EQ(init.nranks, 2);
+  EXPECT_EQ(init.device, 1u);
+  EXPECT_EQ(init.parent, 0u);
+  EXPECT_EQ(t.str(init.call.api_id), "ncclCommInitRank");
+
+  auto ar = t.records[1].as<trace::NcclCall>();
+  EXPECT_EQ(ar.op, trace::NcclOp::kAllReduce);
+  EXPECT_EQ(ar.comm, init.comm);
+  EXPECT_EQ(ar.stream, 0x5000u);
+  EXPECT_EQ(ar.sendbuff, 0x7000'0000u);
+  EXPECT_EQ(ar.recvbuff, 0x7000'0000u);
+  EXPECT_EQ(ar.count, 256u);
+  EXPECT_EQ(ar.datatype, trace::NcclType::kFloat32);
+  EXPECT_EQ(ar.root_or_peer, -1);
+  EXPECT_EQ(ar.rank, 1);
+  EXPECT_EQ(ar.nranks, 2);
+  EXPECT_EQ(ar.group_depth, 0u);
+  EXPECT_EQ(ar.device, 1u);
+  EXPECT_EQ(t.str(ar.call.api_id), "ncclAllReduce");
+
+  EXPECT_EQ(t.records[2].as<trace::NcclGroupStart>().depth, 1u);
+  auto send = t.records[3].as<trace::NcclCall>();
+  EXPECT_EQ(send.op, trace::NcclOp::kSend);
+  EXPECT_EQ(send.sendbuff, 0x7000'0000u);
+  EXPECT_EQ(send.recvbuff, 0u);
+  EXPECT_EQ(send.root_or_peer, 0);
+  EXPECT_EQ(send.group_depth, 1u);
+  EXPECT_EQ(send.datatype, trace::NcclType::kBfloat16);
+  auto recv = t.records[4].as<trace::NcclCall>();
+  EXPECT_EQ(recv.op, trace::NcclOp::kRecv);
+  EXPECT_EQ(recv.recvbuff, 0x7000'1000u);
+  EXPECT_EQ(recv.group_depth, 1u);
+  EXPECT_EQ(t.records[5].as<trace::NcclGroupEnd>().depth, 0u);
+
+  auto split = t.records[6].as<trace::NcclCommInit>();
+  EXPECT_EQ(split.parent, init.comm);
+  EXPECT_EQ(split.rank, 0);
+  EXPECT_EQ(split.nranks, 1);
+  EXPECT_EQ(t.str(split.call.api_id), "ncclCommSplit");
+  auto bc = t.records[7].as<trace::NcclCall>();
+  EXPECT_EQ(bc.op, trace::NcclOp::kBroadcast);
+  EXPECT_EQ(bc.comm, split.comm);
+  EXPECT_EQ(bc.stream, trace::legacy_stream(1));  // stream 0 on the communicator's device
+  EXPECT_EQ(bc.datatype, trace::NcclType::kInt64);
+  EXPECT_EQ(bc.root_or_peer, 0);
+}
+
+}  // namespace
+}  // namespace streamrace::tracer

@@ -1,0 +1,163 @@
+// TraceRecorder and stack interning: records from many threads reach the file with dense
+// seq numbers, definitions precede their use, equal stacks share one id.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "tests/tracer/trace_contents.h"
+#include "tracer/stack_capture.h"
+#include "tracer/trace_recorder.h"
+
+namespace streamrace::tracer {
+namespace {
+
+using testing::read_trace;
+using trace::RecordKind;
+
+std::filesystem::path temp_dir(const char* name) {
+  auto d = std::filesystem::temp_directory_path() / (std::string("sr_rec_") + name + "_" + std::to_string(getpid()));
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+TEST(TraceRecorder, ManyThreadsDenseSeqAndEveryRecordWritten) {
+  auto dir = temp_dir("threads");
+  RecorderOptions o;
+  o.path = (dir / "t.srace").string();
+  o.period_ms = 5;
+  o.handoff_bytes = 4096;  // make the flusher run often while threads append
+  TraceRecorder rec(o);
+  constexpr int kThreads = 4, kPerThread = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&rec, t] {
+      uint32_t api = rec.strings().intern("thread" + std::to_string(t));
+      for (int i = 0; i < kPerThread; ++i) {
+        trace::StreamSynchronize r{};
+        r.stream = uint64_t(t);
+        r.call = rec.call(api, 0);
+        rec.add(r);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  rec.close();
+  auto c = read_trace(o.path);
+  EXPECT_TRUE(c.stats.complete);
+  EXPECT_TRUE(c.defs_before_use);
+  ASSERT_EQ(c.records.size(), size_t(kThreads * kPerThread));
+  std::set<uint64_t> seqs;
+  std::map<uint32_t, uint64_t> per_thread;
+  for (auto& r : c.records) {
+    auto s = r.as<trace::StreamSynchronize>();
+    seqs.insert(s.call.seq);
+    // A thread's own records stay in its order, and its name says which stream it used.
+    EXPECT_EQ(c.str(s.call.api_id), "thread" + std::to_string(s.stream));
+    per_thread[s.call.thread]++;
+  }
+  EXPECT_EQ(seqs.size(), size_t(kThreads * kPerThread));
+  EXPECT_EQ(*seqs.begin(), 0u);
+  EXPECT_EQ(*seqs.rbegin(), uint64_t(kThreads * kPerThread - 1));
+  EXPECT_EQ(per_thread.size(), size_t(kThreads));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TraceRecorder, NoRecordNoFile) {
+  auto dir = temp_dir("nofile");
+  RecorderOptions o;
+  o.path = (dir / "t.srace").string();
+  {
+    TraceRecorder rec(o);
+    rec.strings().intern("unused");
+  }
+  EXPECT_FALSE(std::filesystem::exists(o.path));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TraceRecorder, CaptureStatusGoesIntoTheHeader) {
+  auto dir = temp_dir("status");
+  RecorderOptions o;
+  o.path = (dir / "t.srace").string();
+  o.background_flusher = false;
+  TraceRecorder rec(o);
+  rec.set_capture_status("cupti-busy: another tool holds CUPTI's only subscriber slot");
+  rec.add_notice(trace::NoticeLevel::kError, "CUDA calls were not captured");
+  rec.close();
+  auto c = read_trace(o.path);
+  EXPECT_EQ(c.header.capture_status, "cupti-busy: another tool holds CUPTI's only subscriber slot");
+  ASSERT_EQ(c.records.size(), 1u);
+  EXPECT_EQ(c.records[0].kind, RecordKind::kNotice);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TraceRecorder, FullThreadBufferDropsAndSaysSo) {
+  auto dir = temp_dir("drop");
+  RecorderOptions o;
+  o.path = (dir / "t.srace").string();
+  o.background_flusher = false;
+  o.max_buffer_bytes = 1000;
+  TraceRecorder rec(o);
+  for (int i = 0; i < 100; ++i) {
+    trace::DeviceSynchronize r{};
+    r.call = rec.call(0, 0);
+    rec.add(r);
+  }
+  rec.close();
+  auto c = read_trace(o.path);
+  auto notices = c.of(RecordKind::kNotice);
+  ASSERT_EQ(notices.size(), 1u);
+  size_t kept = c.of(RecordKind::kDeviceSynchronize).size();
+  EXPECT_EQ(kept + rec.dropped(), 100u);
+  EXPECT_GT(rec.dropped(), 0u);
+  std::string text(notices[0].body.begin() + 4, notices[0].body.end());
+  EXPECT_EQ(text, std::to_string(rec.dropped()) + " records dropped: a thread's buffer outgrew its limit");
+  std::filesystem::remove_all(dir);
+}
+
+__attribute__((noinline)) uint32_t capture_here(StackCapture& sc) { return sc.capture(); }
+
+TEST(StackCapture, NativeStacksAreInternedAndSymbolizedToModules) {
+  auto dir = temp_dir("stacks");
+  RecorderOptions o;
+  o.path = (dir / "t.srace").string();
+  o.background_flusher = false;
+  TraceRecorder rec(o);
+  StackCapture sc(rec.stacks(), rec.strings(), StackMode::kNative, 32, /*strip_own_module=*/false);
+  uint32_t ids[2];
+  volatile int n = 2;  // keeps the loop rolled: one call site, reached twice
+  for (int i = 0; i < n; ++i) ids[i] = capture_here(sc);
+  uint32_t other = sc.capture();
+  EXPECT_NE(ids[0], 0u);
+  EXPECT_EQ(ids[0], ids[1]);
+  EXPECT_NE(other, ids[0]);
+  trace::DeviceSynchronize r{};
+  r.call = rec.call(0, ids[0]);
+  rec.add(r);
+  rec.close();
+  auto c = read_trace(o.path);
+  EXPECT_TRUE(c.defs_before_use);
+  ASSERT_EQ(c.stacks.size(), 2u);
+  const auto& frames = c.stacks.at(ids[0]);
+  ASSERT_GE(frames.size(), 2u);
+  // Innermost frame: the capture code inside this test binary, named by its module path.
+  EXPECT_EQ(frames[0].kind, trace::FrameKind::kNative);
+  char exe[4096] = {0};
+  ASSERT_GT(readlink("/proc/self/exe", exe, sizeof exe - 1), 0);
+  EXPECT_EQ(c.str(frames[0].file_id), std::string(exe));
+  EXPECT_GT(frames[0].pc, 0u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(StackCapture, PythonModeWithoutPythonGivesNoStack) {
+  StackTable stacks;
+  StringTable strings;
+  StackCapture sc(stacks, strings, StackMode::kPython);
+  EXPECT_EQ(sc.capture(), 0u);
+}
+
+}  // namespace
+}  // namespace streamrace::tracer
