@@ -1,0 +1,203 @@
+// Schedule -> trace.
+#include "replay/trace_emitter.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "traceformat/trace_builder.h"
+
+namespace streamrace::replay {
+
+namespace {
+
+using trace::TraceBuilder;
+
+constexpr uint64_t kSyntheticBase = 0x7f10'0000'0000ull;
+
+trace::NcclType nccl_type(const std::string& dtype) {
+  if (dtype == "fp16" || dtype == "float16") return trace::NcclType::kFloat16;
+  if (dtype == "bf16" || dtype == "bfloat16") return trace::NcclType::kBfloat16;
+  if (dtype == "fp64" || dtype == "float64") return trace::NcclType::kFloat64;
+  if (dtype == "int32") return trace::NcclType::kInt32;
+  if (dtype == "int64") return trace::NcclType::kInt64;
+  if (dtype == "int8") return trace::NcclType::kInt8;
+  if (dtype == "uint8") return trace::NcclType::kUint8;
+  return trace::NcclType::kFloat32;
+}
+
+trace::AllocKind alloc_kind(const std::string& a) {
+  if (a == "async") return trace::AllocKind::kAsync;
+  if (a == "managed") return trace::AllocKind::kManaged;
+  if (a == "pinned-host") return trace::AllocKind::kHostPinned;
+  if (a == "registered-host") return trace::AllocKind::kHostRegistered;
+  if (a == "vmm") return trace::AllocKind::kVmmMap;
+  return trace::AllocKind::kDevice;
+}
+
+trace::MemKind mem_kind(const Buffer& b) {
+  if (b.alloc == "external") return trace::MemKind::kPageableHost;
+  if (b.alloc == "pinned-host" || b.alloc == "registered-host") return trace::MemKind::kPinnedHost;
+  if (b.alloc == "managed") return trace::MemKind::kManaged;
+  return trace::MemKind::kDevice;
+}
+
+trace::CopyKind copy_kind(trace::MemKind src, trace::MemKind dst) {
+  const bool sh = src == trace::MemKind::kPageableHost || src == trace::MemKind::kPinnedHost;
+  const bool dh = dst == trace::MemKind::kPageableHost || dst == trace::MemKind::kPinnedHost;
+  if (sh && dh) return trace::CopyKind::kHostToHost;
+  if (sh) return trace::CopyKind::kHostToDevice;
+  if (dh) return trace::CopyKind::kDeviceToHost;
+  return trace::CopyKind::kDeviceToDevice;
+}
+
+const char* kernel_name(const Action& a) {
+  switch (a.kind) {
+    case ActionKind::kProduce: return "autograd_backward_kernel";
+    case ActionKind::kDivide: return "vectorized_elementwise_kernel<div_true>";
+    case ActionKind::kSpin: return "streamrace_spin_kernel";
+    default: return "compute_kernel";
+  }
+}
+
+}  // namespace
+
+uint64_t emitted_address(const Schedule& s, uint32_t buffer) {
+  if (s.buffers[buffer].address) return s.buffers[buffer].address;
+  uint64_t a = kSyntheticBase;
+  for (uint32_t i = 0; i < buffer; ++i)
+    if (!s.buffers[i].address) a += (s.buffers[i].bytes + 0xFFFF) & ~uint64_t(0xFFFF);
+  return a;
+}
+
+EmitResult emit_trace(const Schedule& s, const std::string& path, const EmitOptions& opts) {
+  auto errs = s.validate();
+  if (!errs.empty()) throw std::invalid_argument("schedule is not well formed: " + errs.front());
+  auto header = TraceBuilder::default_header(s.rank);
+  header.producer = "streamrace replay";
+  header.host = "replay";
+  header.pid = opts.pid ? opts.pid : 1000 + s.rank;
+  header.mode = opts.precise_kernels ? "precise" : "default";
+  header.command = s.name;
+  header.devices = "0:simulated";
+  TraceBuilder b(path, header);
+  EmitResult res;
+  res.path = path;
+  res.seq_of_action.assign(s.actions.size(), 0);
+
+  std::vector<uint64_t> addr(s.buffers.size());
+  for (uint32_t i = 0; i < s.buffers.size(); ++i) {
+    addr[i] = emitted_address(s, i);
+    if (s.buffers[i].alloc != "external") b.alloc(s.buffers[i].bytes, alloc_kind(s.buffers[i].alloc), 0, 0, addr[i]);
+  }
+  for (const auto& st : s.streams) {
+    if (st.kind == StreamKind::kLegacyDefault) {
+      res.stream_handle.push_back(trace::legacy_stream(0));
+    } else {
+      uint32_t flags = st.kind == StreamKind::kNonBlocking ? uint32_t(trace::kStreamNonBlocking) : 0u;
+      res.stream_handle.push_back(b.create_stream(flags, 0, 0, st.handle));
+    }
+  }
+  std::vector<uint64_t> ev;
+  for (size_t i = 0; i < s.events.size(); ++i) ev.push_back(b.create_event());
+  uint64_t comm = 0;
+  for (const auto& a : s.actions)
+    if (a.kind == ActionKind::kCollective) {
+      comm = b.comm_init(s.rank, s.world);
+      break;
+    }
+  const auto ptr = [&](const ByteRange& r) { return addr[r.buffer] + r.offset; };
+  std::vector<uint64_t> freed;
+  const uint32_t es = s.elem_bytes ? s.elem_bytes : 1;
+
+  for (uint32_t step = 0; step < std::max<uint32_t>(1, opts.steps); ++step) {
+    for (uint32_t i = 0; i < s.actions.size(); ++i) {
+      const Action& a = s.actions[i];
+      std::vector<trace::SiteFrame> frames;
+      for (const auto& f : a.stack) frames.push_back(trace::SiteFrame{f.file, f.function, f.line, f.python});
+      b.at(frames.empty() ? 0 : b.stack(frames));
+      const uint64_t seq = b.next_seq();
+      if (step == 0) res.seq_of_action[i] = seq;
+      res.action_of_seq[seq] = i;
+      const uint64_t stream = a.stream < res.stream_handle.size() ? res.stream_handle[a.stream] : 0;
+      switch (a.kind) {
+        case ActionKind::kProduce:
+        case ActionKind::kCompute:
+        case ActionKind::kDivide:
+        case ActionKind::kSpin: {
+          std::vector<uint64_t> ptrs = a.kernel_ptrs;
+          if (ptrs.empty()) {
+            for (const auto* list : {&a.reads, &a.writes})
+              for (const auto& r : *list)
+                if (std::find(ptrs.begin(), ptrs.end(), ptr(r)) == ptrs.end()) ptrs.push_back(ptr(r));
+          }
+          const bool precise = opts.precise_kernels && a.exact && a.kind != ActionKind::kSpin;
+          uint32_t flags = trace::kKernelArgsScanned | (precise ? uint32_t(trace::kKernelPrecise) : 0u);
+          const std::string name = a.api.empty() ? kernel_name(a) : a.api;
+          uint64_t corr = b.kernel(stream, name, ptrs, 0, flags);
+          if (precise) {
+            for (const auto& r : a.reads) {
+              bool rw = std::find(a.writes.begin(), a.writes.end(), r) != a.writes.end();
+              b.kernel_access(corr, ptr(r), r.bytes, rw ? trace::AccessDir::kReadWrite : trace::AccessDir::kRead);
+            }
+            for (const auto& w : a.writes)
+              if (std::find(a.reads.begin(), a.reads.end(), w) == a.reads.end())
+                b.kernel_access(corr, ptr(w), w.bytes, trace::AccessDir::kWrite);
+          }
+          break;
+        }
+        case ActionKind::kCopy:
+        case ActionKind::kCopyBack: {
+          auto sm = mem_kind(s.buffers[a.reads[0].buffer]), dm = mem_kind(s.buffers[a.writes[0].buffer]);
+          b.memcpy(stream, ptr(a.writes[0]), ptr(a.reads[0]), a.writes[0].bytes, copy_kind(sm, dm), !a.host_blocking,
+                   sm, dm, a.api);
+          break;
+        }
+        case ActionKind::kMemset:
+          b.memset(stream, ptr(a.writes[0]), a.writes[0].bytes, !a.host_blocking, mem_kind(s.buffers[a.writes[0].buffer]));
+          break;
+        case ActionKind::kCollective: {
+          const auto& send = a.reads[0];
+          const auto& recv = a.writes[0];
+          trace::NcclOp op = a.collective == CollectiveKind::kAllReduce       ? trace::NcclOp::kAllReduce
+                             : a.collective == CollectiveKind::kReduceScatter ? trace::NcclOp::kReduceScatter
+                                                                              : trace::NcclOp::kAllGather;
+          uint64_t count = (a.collective == CollectiveKind::kAllGather ? send.bytes : recv.bytes) / es;
+          b.nccl(op, stream, comm, ptr(send), ptr(recv), count, nccl_type(s.dtype));
+          break;
+        }
+        case ActionKind::kEventRecord:
+          b.record_event(ev[a.event], stream);
+          break;
+        case ActionKind::kStreamWait:
+          b.wait_event(stream, ev[a.event]);
+          break;
+        case ActionKind::kStreamSync:
+          b.stream_synchronize(stream);
+          break;
+        case ActionKind::kEventSync:
+          b.event_synchronize(ev[a.event]);
+          break;
+        case ActionKind::kDeviceSync:
+          if (a.kernel_ptrs.size() == 1 && a.api.rfind("cudaFree", 0) == 0) {
+            // A lifted free: it synchronises the device and ends the allocation.
+            uint64_t p = a.kernel_ptrs[0];
+            auto it = std::find(addr.begin(), addr.end(), p);
+            auto kind = it == addr.end() ? trace::AllocKind::kDevice : alloc_kind(s.buffers[size_t(it - addr.begin())].alloc);
+            b.free(p, kind);
+            freed.push_back(p);
+          } else {
+            b.device_synchronize(0);
+          }
+          break;
+      }
+    }
+  }
+  b.at(0);
+  for (uint32_t i = 0; i < s.buffers.size(); ++i)
+    if (s.buffers[i].alloc != "external" && std::find(freed.begin(), freed.end(), addr[i]) == freed.end())
+      b.free(addr[i], alloc_kind(s.buffers[i].alloc));
+  b.finish();
+  return res;
+}
+
+}  // namespace streamrace::replay

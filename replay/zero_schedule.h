@@ -1,0 +1,67 @@
+// Generators for DeepSpeed ZeRO gradient-bucket schedules (one backward pass of one rank),
+// following /reference/deepspeed-zero-schedules.md: stage 1/2 with overlap_comm and
+// contiguous_gradients (double ipg_buffer, reduction stream, fix variants) and stage 3 (one
+// flat bucket on the reduce-and-partition stream, host throttling, reduce-scatter, parameter
+// all-gather stream, producer -> reduce stream wait on the default or the current stream).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "replay/schedule.h"
+
+namespace streamrace::replay {
+
+// Stage 1/2 fix variants.
+enum class ZeroFix {
+  kNone,        // DeepSpeed 0.14.2: nothing orders the copy-in after the old flush
+  kEvent,       // the seed's patch: per-buffer event recorded on R, C waits before reuse
+  kWaitStream,  // DeepSpeed 0.14.3: C.wait_stream(R) in every flush
+  kSync,        // a host synchronize after every flush
+};
+
+// Stage 3 variants: which stream the reduce stream waits on before copying a gradient in,
+// and where gradients are produced.
+enum class Stage3Variant {
+  kDefaultStream,          // 0.13.3: RP waits on default_stream(); gradients on a side stream
+  kDefaultStreamProducer,  // 0.13.3 with gradients produced on the default stream (usual case)
+  kCurrentStream,          // later releases: RP waits on current_stream(); gradients on a side stream
+};
+
+const char* to_string(ZeroFix f);
+const char* to_string(Stage3Variant v);
+std::optional<ZeroFix> parse_zero_fix(const std::string& s);          // "none", "event", ...
+std::optional<Stage3Variant> parse_stage3_variant(const std::string& s);  // "none" = default-stream
+std::vector<std::string> zero_variant_names(int stage);  // every variant of a stage, CLI order
+
+struct ZeroConfig {
+  int stage = 1;
+  // Parameter sizes in elements, in forward (layer) order; gradient hooks fire in reverse.
+  std::vector<uint64_t> param_elements;
+  uint64_t bucket_elements = 0;
+  int world = 2;
+  int rank = 0;
+  std::string dtype = "fp16";
+  bool reduce_scatter = true;
+  ZeroFix fix = ZeroFix::kNone;                        // stages 1 and 2
+  Stage3Variant stage3 = Stage3Variant::kDefaultStream;  // stage 3
+  int max_inflight = 2;      // stage 3 host throttles (fetches and flushes)
+  bool fetch_params = true;  // stage 3: model the parameter all-gather stream
+  uint64_t delay_ns = 0;     // a spin of this length on the reduce stream before every flush
+};
+
+// Named model sizes: "tiny" (exhaustive-search size), "small", "seed" (the seed issue's 16
+// embeddings of 1024x1024 with a 1M-element bucket). Returns false for an unknown name.
+bool apply_zero_preset(const std::string& name, ZeroConfig& cfg);
+std::vector<std::string> zero_preset_names();
+
+// Builds the schedule; throws std::invalid_argument naming the bad parameter.
+Schedule make_zero_schedule(const ZeroConfig& cfg);
+// The variant name of a config ("none", "event", "default-stream", ...).
+std::string zero_variant_name(const ZeroConfig& cfg);
+// Sets the config's variant from its name for its stage; false for an unknown name.
+bool set_zero_variant(ZeroConfig& cfg, const std::string& name);
+
+}  // namespace streamrace::replay

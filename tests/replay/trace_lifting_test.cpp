@@ -1,0 +1,168 @@
+// Trace emission and lifting: a schedule written as a trace and lifted back keeps its
+// operations, ranges, edges and stacks, and the simulator reaches the same verdicts on it.
+// Fix edits inserted by seq order the racing pair.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "replay/stream_simulator.h"
+#include "replay/trace_emitter.h"
+#include "replay/trace_lifter.h"
+#include "replay/zero_schedule.h"
+#include "traceformat/trace_builder.h"
+
+using namespace streamrace::replay;
+namespace fs = std::filesystem;
+namespace tr = streamrace::trace;
+
+namespace {
+
+std::string temp_path(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("streamrace_replay_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  auto p = dir / name;
+  fs::remove(p);
+  return p.string();
+}
+
+Schedule tiny(int stage, const std::string& v) {
+  ZeroConfig c;
+  c.stage = stage;
+  apply_zero_preset("tiny", c);
+  EXPECT_TRUE(set_zero_variant(c, v));
+  return make_zero_schedule(c);
+}
+
+size_t count(const Schedule& s, ActionKind k) {
+  size_t n = 0;
+  for (const auto& a : s.actions) n += a.kind == k;
+  return n;
+}
+
+}  // namespace
+
+TEST(TraceLifting, EmitThenLiftKeepsOperationsRangesEdgesAndStacks) {
+  Schedule s = tiny(1, "event");
+  auto path = temp_path("emit_lift.srace");
+  auto emitted = emit_trace(s, path);
+  auto lifted = lift_trace(path);
+  const Schedule& l = lifted.schedule;
+  EXPECT_TRUE(lifted.warnings.empty());
+  EXPECT_EQ(l.world, 2);
+  EXPECT_EQ(l.rank, 0);
+  EXPECT_EQ(l.dtype, "fp16");
+  // produce and divide kernels come back as opaque compute ops; cudaFree adds device syncs.
+  EXPECT_EQ(count(l, ActionKind::kCompute), count(s, ActionKind::kProduce) + count(s, ActionKind::kDivide));
+  EXPECT_EQ(count(l, ActionKind::kCopy), count(s, ActionKind::kCopy) + count(s, ActionKind::kCopyBack));
+  EXPECT_EQ(count(l, ActionKind::kCollective), count(s, ActionKind::kCollective));
+  EXPECT_EQ(count(l, ActionKind::kEventRecord), count(s, ActionKind::kEventRecord));
+  EXPECT_EQ(count(l, ActionKind::kStreamWait), count(s, ActionKind::kStreamWait));
+  // Every original action maps to a lifted one with the same ranges and stack.
+  size_t j = 0;
+  for (size_t i = 0; i < s.actions.size(); ++i) {
+    while (j < l.actions.size() && l.actions[j].source_seq != emitted.seq_of_action[i]) ++j;
+    ASSERT_LT(j, l.actions.size()) << "action " << i << " (" << s.actions[i].label << ") was not lifted";
+    const Action& a = s.actions[i];
+    const Action& b = l.actions[j];
+    EXPECT_EQ(b.stack, a.stack) << a.label;
+    ASSERT_EQ(b.reads.size(), a.reads.size()) << a.label;
+    ASSERT_EQ(b.writes.size(), a.writes.size()) << a.label;
+    for (size_t k = 0; k < a.reads.size(); ++k) {
+      EXPECT_EQ(l.buffers[b.reads[k].buffer].address, emitted_address(s, a.reads[k].buffer)) << a.label;
+      EXPECT_EQ(b.reads[k].offset, a.reads[k].offset);
+      EXPECT_EQ(b.reads[k].bytes, a.reads[k].bytes);
+    }
+    for (size_t k = 0; k < a.writes.size(); ++k) {
+      EXPECT_EQ(b.writes[k].offset, a.writes[k].offset);
+      EXPECT_EQ(b.writes[k].bytes, a.writes[k].bytes);
+    }
+    if (is_device_op(a.kind) || a.kind == ActionKind::kEventRecord || a.kind == ActionKind::kStreamWait) {
+      EXPECT_EQ(l.streams[b.stream].kind, s.streams[a.stream].kind) << a.label;
+    }
+  }
+}
+
+TEST(TraceLifting, LiftedSchedulesGetTheSameSimulatorVerdicts) {
+  for (const char* v : {"none", "event", "wait-stream", "sync"}) {
+    Schedule s = tiny(2, v);
+    auto path = temp_path(std::string("lift_verdict_") + v + ".srace");
+    emit_trace(s, path);
+    auto l = lift_trace(path).schedule;
+    EXPECT_TRUE(l.expectations.empty());
+    StreamSimulator sim(l);
+    auto r = sim.search();
+    EXPECT_EQ(r.verdict, std::string(v) == "none" ? SearchResult::Verdict::kCorruptionFound
+                                                  : SearchResult::Verdict::kNoCorruption)
+        << v << " states " << r.states;
+  }
+}
+
+TEST(TraceLifting, ReEmittingALiftedScheduleKeepsItsHandlesAndAddresses) {
+  Schedule s = tiny(3, "current-stream");
+  auto p1 = temp_path("reemit_1.srace"), p2 = temp_path("reemit_2.srace");
+  emit_trace(s, p1);
+  auto l1 = lift_trace(p1).schedule;
+  auto e2 = emit_trace(l1, p2);
+  auto l2 = lift_trace(p2).schedule;
+  ASSERT_EQ(l2.actions.size(), l1.actions.size());
+  for (size_t i = 0; i < l1.actions.size(); ++i) {
+    EXPECT_EQ(l2.actions[i].kind, l1.actions[i].kind) << i;
+    EXPECT_EQ(l2.actions[i].api, l1.actions[i].api) << i;
+    EXPECT_EQ(l2.actions[i].reads, l1.actions[i].reads) << i;
+    EXPECT_EQ(l2.actions[i].writes, l1.actions[i].writes) << i;
+    EXPECT_EQ(l2.actions[i].stack, l1.actions[i].stack) << i;
+  }
+  for (size_t i = 0; i < l1.streams.size(); ++i) EXPECT_EQ(l2.streams[i].handle, l1.streams[i].handle);
+  for (size_t i = 0; i < l1.buffers.size(); ++i) EXPECT_EQ(l2.buffers[i].address, l1.buffers[i].address);
+}
+
+// A write-after-read built directly with TraceBuilder: R copies out of A, then a kernel on C
+// rewrites A with nothing ordering it after the copy.
+TEST(TraceLifting, AFixEditBySeqOrdersTheRacingPair) {
+  auto path = temp_path("builder_war.srace");
+  uint64_t read_seq = 0, write_seq = 0, R = 0;
+  uint64_t A = 0, out = 0;
+  {
+    tr::TraceBuilder b(path, tr::TraceBuilder::default_header(0));
+    const uint64_t C = tr::legacy_stream(0);
+    R = b.create_stream(tr::kStreamNonBlocking);
+    A = b.alloc(256);
+    out = b.alloc(256);
+    uint64_t ev = b.create_event();
+    const uint32_t precise = tr::kKernelArgsScanned | tr::kKernelPrecise;
+    b.at("train.py", 10, "fill");
+    b.kernel_access(b.kernel(C, "fill_kernel", {A}, 0, precise), A, 256, tr::AccessDir::kWrite);
+    b.record_event(ev, C);
+    b.wait_event(R, ev);
+    b.at("train.py", 20, "drain");
+    read_seq = b.next_seq();
+    b.memcpy(R, out, A, 256);
+    b.at("train.py", 30, "refill");
+    write_seq = b.next_seq();
+    b.kernel_access(b.kernel(C, "refill_kernel", {A}, 0, precise), A, 256, tr::AccessDir::kWrite);
+    b.finish();
+  }
+  auto lifted = lift_trace(path);
+  Schedule s = lifted.schedule;
+  {
+    StreamSimulator sim(s);
+    auto r = sim.search();
+    ASSERT_EQ(r.verdict, SearchResult::Verdict::kCorruptionFound);
+    EXPECT_EQ(r.outcome.cells[0].expectation, "program-order result");
+  }
+  streamrace::analysis::FixEdit edit{R, read_seq, tr::legacy_stream(0), write_seq};
+  size_t wait_at = apply_fix_edit(s, edit, "fix");
+  EXPECT_EQ(s.actions[wait_at].kind, ActionKind::kStreamWait);
+  EXPECT_EQ(s.actions[wait_at + 1].source_seq, write_seq);
+  StreamSimulator fixed(s);
+  EXPECT_EQ(fixed.search().verdict, SearchResult::Verdict::kNoCorruption);
+
+  // Bad edits are named.
+  Schedule t = lifted.schedule;
+  EXPECT_THROW(apply_fix_edit(t, streamrace::analysis::FixEdit{R, write_seq, tr::legacy_stream(0), read_seq}, "x"),
+               std::invalid_argument);
+  EXPECT_THROW(apply_fix_edit(t, streamrace::analysis::FixEdit{R, 999999, tr::legacy_stream(0), write_seq}, "x"),
+               std::invalid_argument);
+  EXPECT_THROW(apply_fix_edit(t, streamrace::analysis::FixEdit{0x1234, read_seq, tr::legacy_stream(0), write_seq}, "x"),
+               std::invalid_argument);
+}
