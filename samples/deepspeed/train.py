@@ -21,6 +21,9 @@ Options:
   --reduction_delay_cycles N
                         spin the ZeRO reduction stream for N GPU cycles (torch.cuda._sleep)
                         before each bucket flush, to widen the race window; 0 = off
+  --initial_scale_power N
+                        fp16: start the loss scale at 2**N instead of DeepSpeed's 2**32
+                        (with the default every early step overflows and is skipped)
 Lines starting with ``SR_`` are machine-readable results for the case study:
   SR_CONFIG, SR_STEP (rank 0), SR_PATCH (per rank), SR_RESULT (per rank).
 """
@@ -165,6 +168,9 @@ def parse_args(argv=None):
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--reduction_delay_cycles", type=int, default=0)
+    p.add_argument("--initial_scale_power", type=int, default=None,
+                   help="fp16 only: override DeepSpeed's initial loss scale 2**N (its default, 2**32, "
+                        "makes every one of the first ~20 steps of this model overflow and be skipped)")
     p.add_argument("--no_deterministic", action="store_true",
                    help="do not call torch.use_deterministic_algorithms(True, warn_only=True)")
     return p.parse_args(argv)
@@ -220,6 +226,9 @@ def main(argv=None):
     if args.patch_deepspeed and stage not in (1, 2):
         accelerator.print(f"[train.py] --patch_deepspeed affects ZeRO stage 1/2 only; stage is {stage}")
 
+    if args.initial_scale_power is not None and ds_cfg.get("fp16", {}).get("enabled") in (True, "true", "auto"):
+        ds_cfg["fp16"]["initial_scale_power"] = args.initial_scale_power
+
     set_seed(args.seed)  # identical initial weights on every rank
     model = EmbeddingStack(args.layers, args.hidden, args.vocab)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
@@ -255,7 +264,7 @@ def main(argv=None):
         y = torch.rand(1, dtype=dtype, device=device)
         optimizer.zero_grad()
         out = model(x)
-        loss = F.mse_loss(out.float(), y.float())
+        loss = F.mse_loss(out.float().reshape(1), y.float())
         accelerator.backward(loss)
         optimizer.step()
         gnorm = model.get_global_grad_norm() if hasattr(model, "get_global_grad_norm") else None
