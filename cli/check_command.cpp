@@ -172,7 +172,7 @@ int run_check(const CheckArgs& a) {
   if (a.update_baseline) {
     s << fmt::format("streamrace check: wrote {} with {}", a.baseline, plural(result.findings.size(), "finding"));
   } else {
-    s << fmt::format("streamrace check: {} new", plural(fresh.size(), "finding"));
+    s << fmt::format("streamrace check: {} new finding{}", fresh.size(), fresh.size() == 1 ? "" : "s");
     if (ro.have_baseline) s << fmt::format(", {} baselined", known.size());
   }
   s << fmt::format(", {} suppressed", suppressed);

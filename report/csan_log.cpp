@@ -106,14 +106,16 @@ uint64_t parse_stream(ReportReader& r, std::string_view line, std::string_view l
 // Reads "OPERATOR-SCHEMA / writing to ... / With stack trace: / frames" into `a`.
 void read_access(ReportReader& r, Access& a) {
   auto op_line = r.peek();
-  if (!op_line || trim(*op_line).empty()) r.fail("expected the operator after \"during kernel:\"");
+  if (!op_line) r.fail("log ends inside a CUDA-sanitizer report: expected the operator after \"during kernel:\"");
+  if (trim(*op_line).empty()) r.fail("expected the operator after \"during kernel:\", found an empty line");
   std::string_view schema = trim(*op_line);
   r.advance();
   a.op = std::string(schema.substr(0, schema.find('(')));
   a.op_kind = "aten";
   a.exact = false;
   auto type = r.peek();
-  std::string_view t = type ? trim(*type) : std::string_view{};
+  if (!type) r.fail("log ends inside a CUDA-sanitizer report: expected \"writing to ...\" or \"reading from ...\"");
+  std::string_view t = trim(*type);
   if (starts_with(t, "writing to"))
     a.direction = "write";
   else if (starts_with(t, "reading from"))
@@ -123,7 +125,7 @@ void read_access(ReportReader& r, Access& a) {
                        std::string(t.substr(0, 80))));
   r.advance();
   r.expect("With stack trace:", "after the access type");
-  static const std::regex frame_re(R"(^\s*File "(.*)", line (\d+), in (.*)$)");
+  static const std::regex frame_re(R"re(^\s*File "(.*)", line (\d+), in (.*)$)re");
   std::vector<Frame> outermost_first;
   while (auto l = r.peek()) {
     std::string line(*l);

@@ -74,6 +74,7 @@ std::string verb(const std::string& direction) {
   if (direction == "read") return "reads";
   if (direction == "write") return "writes";
   if (direction == "read or write") return "reads or writes";
+  if (direction == "read and write") return "reads and writes";
   return direction.empty() ? "accesses" : direction;
 }
 

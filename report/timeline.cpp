@@ -20,6 +20,7 @@ constexpr uint64_t kNominalOpNs = 1000;
 struct StreamInfo {
   bool known = false;
   bool non_blocking = false;
+  uint32_t device = 0;
 };
 
 // State of one trace while reading it.
@@ -38,27 +39,27 @@ class TraceLayout {
       }
       case RecordKind::kStreamCreate: {
         auto s = r.as<StreamCreate>();
-        streams_[s.stream] = StreamInfo{true, (s.flags & kStreamNonBlocking) != 0};
+        streams_[s.stream] = StreamInfo{true, (s.flags & kStreamNonBlocking) != 0, s.device};
         break;
       }
       case RecordKind::kKernelLaunch: {
         auto k = r.as<KernelLaunchHead>();
-        add_op(k.call, k.stream, k.correlation, string(k.name_id, "kernel"), "kernel");
+        add_op(k.call, k.stream, k.device, k.correlation, string(k.name_id, "kernel"), "kernel");
         break;
       }
       case RecordKind::kMemcpy: {
         auto m = r.as<Memcpy>();
-        add_op(m.call, m.stream, m.correlation, string(m.call.api_id, "memcpy"), "memcpy");
+        add_op(m.call, m.stream, m.device, m.correlation, string(m.call.api_id, "memcpy"), "memcpy");
         break;
       }
       case RecordKind::kMemset: {
         auto m = r.as<Memset>();
-        add_op(m.call, m.stream, m.correlation, string(m.call.api_id, "memset"), "memset");
+        add_op(m.call, m.stream, m.device, m.correlation, string(m.call.api_id, "memset"), "memset");
         break;
       }
       case RecordKind::kNcclCall: {
         auto n = r.as<NcclCall>();
-        add_op(n.call, n.stream, n.correlation, nccl_op_name(n.op), "nccl");
+        add_op(n.call, n.stream, n.device, n.correlation, nccl_op_name(n.op), "nccl");
         break;
       }
       case RecordKind::kEventRecord: {
@@ -94,7 +95,8 @@ class TraceLayout {
     for (size_t i = first_op; i < out_.ops.size(); ++i) {
       auto& op = out_.ops[i];
       auto info = streams_.find(op.stream);
-      op.stream_label = stream_label(op.stream, info != streams_.end(), info != streams_.end() && info->second.non_blocking);
+      bool known = info != streams_.end();
+      op.stream_label = stream_label(op.stream, known, known && info->second.non_blocking, known ? info->second.device : op.device);
       auto t = timings_.find(op.correlation);
       if (t != timings_.end() && t->second.second >= t->second.first) {
         op.start_ns = t->second.first;
@@ -114,11 +116,13 @@ class TraceLayout {
     return it == strings_.end() || it->second.empty() ? fallback : it->second;
   }
 
-  void add_op(const trace::CallInfo& call, uint64_t stream, uint64_t correlation, std::string name, const char* kind) {
+  void add_op(const trace::CallInfo& call, uint64_t stream, uint32_t device, uint64_t correlation, std::string name,
+              const char* kind) {
     TimelineOp op;
     op.trace = path_;
     op.rank = rank_;
     op.stream = stream;
+    op.device = device;
     op.name = std::move(name);
     op.kind = kind;
     op.seq = call.seq;
@@ -147,12 +151,12 @@ class TraceLayout {
 
 }  // namespace
 
-std::string stream_label(uint64_t stream, bool known, bool non_blocking) {
+std::string stream_label(uint64_t stream, bool known, bool non_blocking, uint32_t device) {
   if (trace::is_legacy_stream(stream)) return fmt::format("legacy default stream (device {})", stream & 0xFFFFu);
   if (trace::is_per_thread_stream(stream))
     return fmt::format("per-thread default stream (thread {}, device {})", (stream >> 16) & 0xFFFFu, stream & 0xFFFFu);
-  if (!known) return fmt::format("stream {:#x}", stream);
-  return fmt::format("stream {:#x} ({})", stream, non_blocking ? "non-blocking" : "blocking");
+  return fmt::format("stream {:#x} ({}, device {})", stream,
+                     !known ? "untraced creation" : non_blocking ? "non-blocking" : "blocking", device);
 }
 
 const TimelineOp* Timeline::find(const std::string& trace, uint64_t seq) const {
@@ -185,7 +189,7 @@ Timeline timeline_from_findings(const std::vector<analysis::Finding>& findings) 
     op.trace = trace;
     op.rank = rank;
     op.stream = a.stream;
-    op.stream_label = a.stream_label.empty() ? stream_label(a.stream, false, false) : a.stream_label;
+    op.stream_label = a.stream_label.empty() ? stream_label(a.stream, false, false, 0) : a.stream_label;
     op.name = a.op;
     op.kind = a.op_kind;
     op.seq = a.seq;

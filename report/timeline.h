@@ -16,7 +16,8 @@ struct TimelineOp {
   std::string trace;         // trace file the op came from
   int rank = -1;
   uint64_t stream = 0;
-  std::string stream_label;  // "stream 0x1000 (non-blocking)", "legacy default stream (device 0)"
+  uint32_t device = 0;
+  std::string stream_label;  // "stream 0x1000 (non-blocking, device 0)", "legacy default stream (device 0)"
   std::string name;          // kernel name, "cudaMemcpyAsync", "ncclAllReduce", ...
   std::string kind;          // "kernel", "memcpy", "memset", "nccl"
   uint64_t seq = 0;          // call sequence number in its trace
@@ -59,7 +60,8 @@ Timeline build_timeline(const std::vector<std::string>& trace_paths);
 // logs, where no trace is at hand): each finding's two accesses in call order.
 Timeline timeline_from_findings(const std::vector<analysis::Finding>& findings);
 
-// Label for a stream handle, the same wording as the analyzer's Access::stream_label.
-std::string stream_label(uint64_t stream, bool known, bool non_blocking);
+// Label for a stream handle, the same wording as the analyzer's Access::stream_label:
+// "stream 0x1000 (non-blocking, device 0)", "legacy default stream (device 0)".
+std::string stream_label(uint64_t stream, bool known, bool non_blocking, uint32_t device);
 
 }  // namespace streamrace::report
