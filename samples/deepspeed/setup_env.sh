@@ -30,6 +30,7 @@ for pat in 'hjson-*.whl' 'pydantic-2*.whl' 'pydantic_core-*.whl' 'annotated_type
     DEPS+=("$f")
 done
 
+installed=()
 for v in $DS_VERSIONS; do
     target="$PREFIX$v"
     if [[ -f "$target/.streamrace-ok" ]]; then
@@ -45,8 +46,14 @@ for v in $DS_VERSIONS; do
         wheel="$(ls "$build"/deepspeed-"$v"-*.whl)"
     fi
     "${PIP[@]}" --target "$target" "$wheel" "${DEPS[@]}"
-    # Import check with the shims, the way debug.sh runs it (no GPU needed).
-    PYTHONPATH="$HERE:$target" DS_ACCELERATOR=cuda "$PY" - "$v" <<'PYEOF'
+    installed+=("$v")
+done
+
+# Import check with the shims, the way debug.sh runs it (no GPU needed); versions in parallel.
+check() {
+    local v=$1 target="$PREFIX$1"
+    local rc=0
+    PYTHONPATH="$HERE:$target" DS_ACCELERATOR=cuda "$PY" - "$v" > "$target/.import-check.log" 2>&1 <<'PYEOF' || rc=$?
 import sys
 import deepspeed
 assert deepspeed.__version__.startswith(sys.argv[1]), deepspeed.__version__
@@ -55,5 +62,12 @@ import deepspeed.autotuning.scheduler, deepspeed.elasticity.elastic_agent     # 
 import pydantic
 print(f"setup_env.sh: deepspeed {deepspeed.__version__} from {deepspeed.__file__}, pydantic {pydantic.VERSION}")
 PYEOF
-    touch "$target/.streamrace-ok"
-done
+    tail -n 3 "$target/.import-check.log"
+    (( rc == 0 )) && touch "$target/.streamrace-ok"
+    return $rc
+}
+pids=()
+for v in "${installed[@]}"; do check "$v" & pids+=($!); done
+rc=0
+for p in "${pids[@]}"; do wait "$p" || rc=1; done
+exit $rc
