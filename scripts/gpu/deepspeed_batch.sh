@@ -35,7 +35,7 @@
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-cd "$REPO"
+cd "$REPO" || exit 2
 OUT="${OUT:-/tmp/ds-batch-out}"
 WORK="${WORK:-/tmp/ds-batch}"
 BUDGET_S="${BUDGET_S:-480}"
@@ -134,7 +134,7 @@ case_run() {
     timeout -k 10 "$limit" env "${envs[@]}" "${cmd[@]}" > "$LOGS/$id.log" 2>&1
     rc=$?
     t_end=$(date +%s.%N)
-    local wall csan nfiles nbytes s0 s1
+    local wall csan nfiles nbytes s0
     wall=$(python3 -c "print(f'{$t_end - $t_start:.2f}')")
     csan=$(grep -c "CSAN detected a possible data race" "$LOGS/$id.log")
     nfiles=0; nbytes=0
