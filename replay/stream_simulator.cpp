@@ -438,6 +438,7 @@ struct StreamSimulator::Impl {
       advance_eager(m, nullptr);
       enabled(m, cand);
       bool took = false;
+      if (!lim.partial_order_reduction) break;
       for (const auto& t : cand) {
         if (independent(m, t)) {
           path.push_back(t);

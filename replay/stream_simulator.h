@@ -73,6 +73,9 @@ struct StepOutcome {
 
 struct SearchLimits {
   uint64_t max_states = 2'000'000;
+  // Take a transition alone when nothing another stream can still do conflicts with it. Sound
+  // for final-state properties; off only to cross-check it.
+  bool partial_order_reduction = true;
 };
 
 struct SearchResult {
@@ -88,7 +91,7 @@ const char* to_string(SearchResult::Verdict v);
 class StreamSimulator {
  public:
   // Throws std::invalid_argument when the schedule is malformed or too large to simulate.
-  explicit StreamSimulator(const Schedule& s, uint64_t max_cells = 64ull << 20);
+  explicit StreamSimulator(const Schedule& s, uint64_t max_cells = 16ull << 20);
   ~StreamSimulator();
   StreamSimulator(const StreamSimulator&) = delete;
   StreamSimulator& operator=(const StreamSimulator&) = delete;

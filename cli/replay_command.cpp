@@ -1,0 +1,309 @@
+// `streamrace replay`: rebuild a bucket schedule and judge it (analyzer + CPU simulator), or
+// apply the analyzer's suggested fixes to recorded traces and judge the result.
+//   streamrace replay zero --stage 1|2|3 --fix none|event|wait-stream|sync|all [--gpus N]
+//                          [--simulate] [--delay-us N] [--steps N] [--seed N] [--format text|json]
+//   streamrace replay trace DIR --apply-fix FINGERPRINT|all [--out DIR] [--format text|json]
+// Exit status: 0 all variants clean, 1 any races or corrupts data, 2 bad input.
+#include <CLI/CLI.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "analyzer/analyzer.h"
+#include "cli/command_registry.h"
+#include "replay/schedule_check.h"
+#include "replay/stream_simulator.h"
+#include "replay/timeline.h"
+#include "replay/zero_replay.h"
+#include "traceformat/trace_file.h"
+
+namespace streamrace::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace streamrace::replay;
+
+struct ZeroArgs {
+  int stage = 1;
+  std::string fix = "all";
+  std::string preset;
+  std::string params;  // "4096,4096,..."
+  uint64_t bucket = 0;
+  int gpus = 2;
+  std::string dtype = "fp16";
+  bool no_reduce_scatter = false;
+  bool simulate = false;
+  uint64_t delay_us = 0;
+  uint32_t steps = 100;
+  uint64_t seed = 1;
+  std::string format = "text";
+  std::string trace_dir;
+  std::string emit_ir;
+  bool timeline = false;
+};
+
+struct TraceArgs {
+  std::vector<std::string> inputs;
+  std::string apply_fix;
+  std::string out;
+  std::string format = "text";
+  uint32_t steps = 100;
+  uint64_t seed = 1;
+};
+
+int bad(const std::string& what) {
+  std::cerr << "streamrace replay: error: " << what << "\n";
+  return kExitBadInput;
+}
+
+std::string pad(const std::string& s, size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
+
+int run_zero(const ZeroArgs& a) {
+  if (a.stage < 1 || a.stage > 3) return bad(fmt::format("--stage {} is not 1, 2 or 3", a.stage));
+  if (a.format != "text" && a.format != "json") return bad("--format must be text or json, not '" + a.format + "'");
+  if (a.gpus < 1 || a.gpus > 16) return bad(fmt::format("--gpus {} is outside 1..16", a.gpus));
+  ZeroReplayOptions o;
+  o.base.stage = a.stage;
+  o.base.world = a.gpus;
+  o.base.dtype = a.dtype;
+  o.base.reduce_scatter = !a.no_reduce_scatter;
+  o.base.delay_ns = a.delay_us * 1000;
+  const std::string preset = a.preset.empty() ? (a.params.empty() ? "small" : "") : a.preset;
+  if (!preset.empty() && !apply_zero_preset(preset, o.base)) {
+    std::string names;
+    for (const auto& n : zero_preset_names()) names += " " + n;
+    return bad("unknown --preset '" + preset + "' (choose from:" + names + ")");
+  }
+  if (!a.params.empty()) {
+    o.base.param_elements.clear();
+    std::stringstream ss(a.params);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      try {
+        size_t used = 0;
+        unsigned long long v = std::stoull(item, &used);
+        if (used != item.size() || v == 0) throw std::invalid_argument(item);
+        o.base.param_elements.push_back(v);
+      } catch (const std::exception&) {
+        return bad("--params wants positive element counts separated by commas, got '" + item + "'");
+      }
+    }
+  }
+  if (a.bucket) o.base.bucket_elements = a.bucket;
+  if (a.fix != "all") {
+    ZeroConfig probe = o.base;
+    if (!set_zero_variant(probe, a.fix)) {
+      std::string names;
+      for (const auto& n : zero_variant_names(a.stage)) names += " " + n;
+      return bad(fmt::format("--fix '{}' is not a stage-{} variant (choose from:{} all)", a.fix, a.stage, names));
+    }
+    o.variants = {a.fix};
+  }
+  o.simulate = a.simulate;
+  o.steps = a.steps;
+  o.seed = a.seed;
+  o.trace_dir = a.trace_dir;
+  std::vector<VariantReport> reports;
+  try {
+    // Generate once up front so configuration errors surface before any work.
+    for (const auto& v : o.variants.empty() ? zero_variant_names(a.stage) : o.variants) {
+      ZeroConfig c = o.base;
+      set_zero_variant(c, v);
+      for (int r = 0; r < c.world; ++r) {
+        c.rank = r;
+        Schedule s = make_zero_schedule(c);
+        if (!a.emit_ir.empty()) {
+          fs::create_directories(a.emit_ir);
+          std::ofstream f(fs::path(a.emit_ir) / fmt::format("stage{}-{}-rank{}.json", a.stage, v, r));
+          f << schedule_to_json_text(s) << "\n";
+          if (!f.good()) return bad("cannot write IR into " + a.emit_ir);
+        }
+        if (a.timeline && r == 0) print_timeline(std::cout, s, TimelineOptions{34, false});
+      }
+    }
+    reports = run_zero_replay(o);
+  } catch (const std::invalid_argument& e) {
+    return bad(e.what());
+  } catch (const trace::TraceError& e) {
+    return bad(e.what());
+  }
+  bool any = false;
+  for (const auto& r : reports) any |= r.races();
+  if (a.format == "json") {
+    nlohmann::json j = {{"schema", "streamrace-replay"},
+                        {"version", 1},
+                        {"mode", "zero"},
+                        {"stage", a.stage},
+                        {"world", o.base.world},
+                        {"bucket_elements", o.base.bucket_elements},
+                        {"param_elements", o.base.param_elements},
+                        {"delay_us", a.delay_us},
+                        {"variants", reports},
+                        {"races", any}};
+    std::cout << j.dump(2) << "\n";
+    return any ? kExitRaces : kExitClean;
+  }
+  std::cout << fmt::format("streamrace replay: ZeRO stage {}, {} ranks, {} parameters, bucket {} elements{}\n", a.stage,
+                           o.base.world, o.base.param_elements.size(), o.base.bucket_elements,
+                           a.delay_us ? fmt::format(", {} us delay on the reduce stream", a.delay_us) : "");
+  std::string head = pad("variant", 20) + pad("verdict", 9) + pad("analyzer", 22);
+  if (a.simulate) head += pad("simulated steps", 20) + pad("exhaustive", 32) + "model overlap";
+  std::cout << head << "\n" << std::string(head.size() + 4, '-') << "\n";
+  for (const auto& r : reports) {
+    std::string line = pad(r.variant, 20) + pad(r.races() ? "RACE" : "clean", 9) +
+                       pad(fmt::format("{} certain, {} possible", r.certain, r.possible), 22);
+    if (r.simulated)
+      line += pad(fmt::format("{}/{} corrupt", r.sim_corrupt_steps, r.sim_steps), 20) + pad(r.exhaustive, 32) +
+              fmt::format("{:.0f}% of {:.0f} us", r.model_overlap_pct, r.model_collective_us);
+    std::cout << line << "\n";
+  }
+  for (const auto& r : reports) {
+    if (!r.first_finding.empty()) std::cout << fmt::format("  {}: analyzer: {}\n", r.variant, r.first_finding);
+    if (!r.first_corruption.empty()) std::cout << fmt::format("  {}: simulator: {}\n", r.variant, r.first_corruption);
+  }
+  if (!a.simulate) std::cout << "(add --simulate for the CPU simulator's verdict)\n";
+  return any ? kExitRaces : kExitClean;
+}
+
+// Simulator verdict on a lifted schedule: exhaustive when small, else seeded runs.
+std::string simulate_lifted(const Schedule& s, const TraceArgs& a, bool& corrupt) {
+  corrupt = false;
+  try {
+    StreamSimulator sim(s);
+    if (sim.cells() <= 4096) {
+      auto r = sim.search(0, SearchLimits{500'000, true});
+      corrupt = r.verdict == SearchResult::Verdict::kCorruptionFound;
+      return to_string(r.verdict);
+    }
+    uint64_t bad_runs = 0;
+    for (uint32_t i = 0; i < a.steps; ++i) {
+      SimOptions o;
+      o.policy = i % 2 ? SimPolicy::kAdversarial : SimPolicy::kRandom;
+      o.seed = a.seed * 7919 + i;
+      bad_runs += sim.run(o).corrupted;
+    }
+    corrupt = bad_runs > 0;
+    return fmt::format("{}/{} seeded runs corrupt", bad_runs, a.steps);
+  } catch (const std::invalid_argument& e) {
+    return std::string("not simulated: ") + e.what();
+  }
+}
+
+int run_trace(const TraceArgs& a) {
+  if (a.format != "text" && a.format != "json") return bad("--format must be text or json, not '" + a.format + "'");
+  if (a.apply_fix.empty()) return bad("--apply-fix FINGERPRINT|all is required");
+  std::vector<std::string> traces;
+  try {
+    traces = analysis::expand_trace_inputs(a.inputs);
+  } catch (const trace::TraceError& e) {
+    return bad(e.what());
+  }
+  TraceFixOptions o;
+  if (a.apply_fix != "all") {
+    std::stringstream ss(a.apply_fix);
+    std::string fp;
+    while (std::getline(ss, fp, ',')) o.fingerprints.push_back(fp);
+  }
+  o.out_dir = a.out.empty() ? (fs::path(a.inputs[0]).lexically_normal().string() + ".fixed") : a.out;
+  if (fs::path(o.out_dir).has_filename() && fs::path(o.out_dir).filename() == ".fixed")
+    o.out_dir = "streamrace-fixed";
+  TraceFixResult res;
+  try {
+    res = apply_fixes_to_traces(traces, o);
+  } catch (const std::invalid_argument& e) {
+    return bad(e.what());
+  } catch (const trace::TraceError& e) {
+    return bad(e.what());
+  } catch (const std::runtime_error& e) {
+    std::cerr << "streamrace replay: " << e.what() << "\n";
+    return kExitRaces;
+  }
+  bool sim_bad = false;
+  std::vector<std::pair<std::string, std::string>> sims;  // before, after per trace
+  for (const auto& t : res.traces) {
+    bool b = false, f = false;
+    auto before = simulate_lifted(t.original, a, b);
+    auto after = simulate_lifted(t.fixed, a, f);
+    sim_bad |= f;
+    sims.emplace_back(before, after);
+  }
+  const bool fixed = res.remaining.empty() && res.introduced.empty() && !sim_bad;
+  if (a.format == "json") {
+    nlohmann::json traces_j = nlohmann::json::array();
+    for (size_t i = 0; i < res.traces.size(); ++i) {
+      const auto& t = res.traces[i];
+      nlohmann::json w = t.warnings;
+      traces_j.push_back({{"source", t.source}, {"edited", t.edited}, {"edits", t.edits}, {"warnings", w},
+                          {"simulator_before", sims[i].first}, {"simulator_after", sims[i].second}});
+    }
+    nlohmann::json j = {{"schema", "streamrace-replay"}, {"version", 1}, {"mode", "trace"},
+                        {"findings_before", res.before.findings.size()}, {"findings_after", res.after.findings.size()},
+                        {"targeted", res.targeted}, {"removed", res.removed}, {"remaining", res.remaining},
+                        {"introduced", res.introduced}, {"traces", traces_j}, {"fixed", fixed}};
+    std::cout << j.dump(2) << "\n";
+    return fixed ? kExitClean : kExitRaces;
+  }
+  std::cout << fmt::format("streamrace replay: {} trace(s), {} finding(s) before, {} targeted\n", res.traces.size(),
+                           res.before.findings.size(), res.targeted.size());
+  std::string head = pad("trace", 28) + pad("edits", 7) + pad("simulator before", 36) + "simulator after";
+  std::cout << head << "\n" << std::string(head.size() + 20, '-') << "\n";
+  for (size_t i = 0; i < res.traces.size(); ++i) {
+    const auto& t = res.traces[i];
+    std::cout << pad(fs::path(t.source).filename().string(), 28) << pad(std::to_string(t.edits), 7)
+              << pad(sims[i].first, 36) << sims[i].second << "\n";
+    for (const auto& w : t.warnings) std::cout << "  warning: " << w << "\n";
+  }
+  std::cout << fmt::format("analyzer after the edits: {} finding(s); removed {}, remaining {}, new {}\n",
+                           res.after.findings.size(), res.removed.size(), res.remaining.size(), res.introduced.size());
+  for (const auto& fp : res.remaining) std::cout << "  still racing: " << fp << "\n";
+  for (const auto& fp : res.introduced) std::cout << "  new finding: " << fp << "\n";
+  std::cout << "edited traces in " << o.out_dir << "\n" << (fixed ? "verdict: fixed\n" : "verdict: NOT fixed\n");
+  return fixed ? kExitClean : kExitRaces;
+}
+
+const RegisterCommand kRegister("replay", 60, [](CLI::App& app) -> std::function<int()> {
+  auto* cmd = app.add_subcommand("replay", "Rebuild a bucket schedule or a recorded trace and confirm a race and its fix");
+  cmd->require_subcommand(1);
+  auto za = std::make_shared<ZeroArgs>();
+  auto ta = std::make_shared<TraceArgs>();
+  auto* zero = cmd->add_subcommand("zero", "DeepSpeed ZeRO bucket schedules: analyzer and CPU simulator verdict per variant");
+  zero->add_option("--stage", za->stage, "ZeRO stage: 1, 2 or 3")->required();
+  zero->add_option("--fix", za->fix,
+                   "variant: stage 1/2 none|event|wait-stream|sync; stage 3 default-stream (=none)|"
+                   "default-stream-same|current-stream; or all")
+      ->default_val("all");
+  zero->add_option("--preset", za->preset, "model sizes: tiny, small (default), seed");
+  zero->add_option("--params", za->params, "parameter sizes in elements, comma separated (forward order)");
+  zero->add_option("--bucket", za->bucket, "reduce_bucket_size in elements");
+  zero->add_option("--gpus", za->gpus, "world size (ranks)")->default_val(2);
+  zero->add_option("--dtype", za->dtype, "fp16, bf16 or fp32")->default_val("fp16");
+  zero->add_flag("--no-reduce-scatter", za->no_reduce_scatter, "reduce_scatter=false: one in-place all_reduce");
+  zero->add_flag("--simulate", za->simulate, "also run the CPU stream simulator (seeded runs + exhaustive search)");
+  zero->add_option("--delay-us", za->delay_us, "spin this long on the reduce stream before every flush");
+  zero->add_option("--steps", za->steps, "simulated steps per rank")->default_val(100);
+  zero->add_option("--seed", za->seed, "simulator seed")->default_val(1);
+  zero->add_option("--format", za->format, "text or json")->default_val("text");
+  zero->add_option("--trace-dir", za->trace_dir, "keep the emitted traces here");
+  zero->add_option("--emit-ir", za->emit_ir, "write each variant's schedule IR (per rank) as JSON into this directory");
+  zero->add_flag("--timeline", za->timeline, "print each variant's per-stream timeline (rank 0)");
+  auto* tr = cmd->add_subcommand("trace", "Apply the analyzer's suggested fixes to recorded traces and re-judge them");
+  tr->add_option("inputs", ta->inputs, "trace files or directories")->required();
+  tr->add_option("--apply-fix", ta->apply_fix, "FINGERPRINT[,FINGERPRINT...] or all")->required();
+  tr->add_option("--out", ta->out, "directory for the edited traces (default: <input>.fixed)");
+  tr->add_option("--format", ta->format, "text or json")->default_val("text");
+  tr->add_option("--steps", ta->steps, "seeded simulator runs when a trace is too large to search")->default_val(100);
+  tr->add_option("--seed", ta->seed, "simulator seed")->default_val(1);
+  return [zero, tr, za, ta]() {
+    if (zero->parsed()) return run_zero(*za);
+    if (tr->parsed()) return run_trace(*ta);
+    return kExitBadInput;
+  };
+});
+
+}  // namespace
+}  // namespace streamrace::cli
