@@ -38,7 +38,6 @@ const char* op_kind_name(OpKind k) {
 
 void ShadowMemory::allocate(uint64_t base, uint64_t bytes, uint8_t kind, uint64_t seq) {
   if (bytes == 0) return;
-  last_ = nullptr;
   uint64_t end = base + bytes;
   // Drop stale or implicit regions the new allocation covers.
   auto it = allocs_.lower_bound(base);
@@ -46,7 +45,7 @@ void ShadowMemory::allocate(uint64_t base, uint64_t bytes, uint8_t kind, uint64_
     auto prev = std::prev(it);
     if (prev->second.base + prev->second.bytes > base) it = prev;
   }
-  while (it != allocs_.end() && it->first < end) it = allocs_.erase(it);
+  while (it != allocs_.end() && it->first < end) it = erase_alloc(it);
 
   AllocationShadow al;
   al.base = base;
@@ -71,48 +70,58 @@ void ShadowMemory::allocate(uint64_t base, uint64_t bytes, uint8_t kind, uint64_
     r = retired_.erase(r);
   }
   std::sort(al.segs.begin(), al.segs.end(), [](const Segment& a, const Segment& b) { return a.lo < b.lo; });
-  allocs_.emplace(base, std::move(al));
+  insert_alloc(std::move(al));
 }
 
 bool ShadowMemory::release(uint64_t base, bool keep_state) {
-  last_ = nullptr;
   auto it = allocs_.find(base);
   if (it == allocs_.end()) {
     AllocationShadow* al = find_mut(base);
-    last_ = nullptr;
     if (!al || al->kind == 0) return false;
     it = allocs_.find(al->base);
   }
   if (keep_state && !it->second.segs.empty()) {
     AllocationShadow al = std::move(it->second);
-    allocs_.erase(it);
+    erase_alloc(it);
     uint64_t end = al.base + al.bytes;
     auto r = retired_.lower_bound(al.base);
     while (r != retired_.end() && r->first < end) r = retired_.erase(r);
     retired_[al.base] = std::move(al);
   } else {
-    allocs_.erase(it);
+    erase_alloc(it);
   }
   return true;
 }
 
-const AllocationShadow* ShadowMemory::find(uint64_t addr) const {
-  auto it = allocs_.upper_bound(addr);
-  if (it == allocs_.begin()) return nullptr;
-  --it;
-  return addr < it->second.base + it->second.bytes ? &it->second : nullptr;
-}
-
 AllocationShadow* ShadowMemory::find_mut(uint64_t addr) {
   if (last_ && addr >= last_->base && addr < last_->base + last_->bytes) return last_;
-  auto it = allocs_.upper_bound(addr);
-  if (it == allocs_.begin()) return nullptr;
-  --it;
-  if (addr < it->second.base + it->second.bytes) {
-    last_ = &it->second;
-    return last_;
-  }
+  auto it = pages_.find(addr >> kPageShift);
+  if (it == pages_.end()) return nullptr;
+  for (AllocationShadow* al : it->second)
+    if (addr >= al->base && addr < al->base + al->bytes) return last_ = al;
   return nullptr;
+}
+
+AllocationShadow& ShadowMemory::insert_alloc(AllocationShadow al) {
+  auto [it, _] = allocs_.emplace(al.base, std::move(al));
+  AllocationShadow* p = &it->second;
+  for (uint64_t page = p->base >> kPageShift; page <= (p->base + p->bytes - 1) >> kPageShift; ++page) {
+    auto& v = pages_[page];
+    v.insert(std::upper_bound(v.begin(), v.end(), p, [](auto* a, auto* b) { return a->base < b->base; }), p);
+  }
+  return *p;
+}
+
+std::map<uint64_t, AllocationShadow>::iterator ShadowMemory::erase_alloc(std::map<uint64_t, AllocationShadow>::iterator it) {
+  AllocationShadow* p = &it->second;
+  if (last_ == p) last_ = nullptr;
+  for (uint64_t page = p->base >> kPageShift; page <= (p->base + p->bytes - 1) >> kPageShift; ++page) {
+    auto pit = pages_.find(page);
+    if (pit == pages_.end()) continue;
+    std::erase(pit->second, p);
+    if (pit->second.empty()) pages_.erase(pit);
+  }
+  return allocs_.erase(it);
 }
 
 AllocationShadow& ShadowMemory::implicit_region(uint64_t addr) {
@@ -129,9 +138,9 @@ AllocationShadow& ShadowMemory::implicit_region(uint64_t addr) {
   al.base = base;
   al.bytes = end - base;
   al.kind = 0;
-  auto [it, _] = allocs_.emplace(base, std::move(al));
-  last_ = &it->second;
-  return it->second;
+  AllocationShadow& inserted = insert_alloc(std::move(al));
+  last_ = &inserted;
+  return inserted;
 }
 
 void ShadowMemory::access(const AccessEpoch& a, const VectorClock& vc, std::vector<Conflict>& out) {

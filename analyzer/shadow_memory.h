@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -63,8 +64,8 @@ class ShadowMemory {
   // Checks `a` (with the issuing stream's vector clock `vc`) over [addr, addr+bytes) and
   // records it. Conflicts are appended to `out`.
   void access(const AccessEpoch& a, const VectorClock& vc, std::vector<Conflict>& out);
-  // The allocation holding `addr`, or nullptr.
-  const AllocationShadow* find(uint64_t addr) const;
+  // The allocation holding `addr`, or nullptr. (Remembers the answer for the next lookup.)
+  const AllocationShadow* find(uint64_t addr) { return find_mut(addr); }
   size_t live_allocations() const { return allocs_.size(); }
 
  private:
@@ -73,9 +74,16 @@ class ShadowMemory {
   void access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, const AccessEpoch& a, const VectorClock& vc,
                  std::vector<Conflict>& out);
 
-  std::map<uint64_t, AllocationShadow> allocs_;   // by base
+  std::map<uint64_t, AllocationShadow>::iterator erase_alloc(std::map<uint64_t, AllocationShadow>::iterator it);
+  AllocationShadow& insert_alloc(AllocationShadow al);
+
+  std::map<uint64_t, AllocationShadow> allocs_;   // by base; nodes never move
   std::map<uint64_t, AllocationShadow> retired_;  // stream-ordered frees awaiting reuse
-  AllocationShadow* last_ = nullptr;              // one-entry lookup cache
+  // Lookup index: every 1 MiB page an allocation touches lists it (sorted by base). One hash
+  // probe and a short scan instead of a walk down a tree of 100k allocations.
+  static constexpr int kPageShift = 20;
+  std::unordered_map<uint64_t, std::vector<AllocationShadow*>> pages_;
+  AllocationShadow* last_ = nullptr;  // one-entry lookup cache
 };
 
 }  // namespace streamrace::analysis

@@ -334,7 +334,6 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
   StreamState& s = hb_.begin_op(k.stream, k.call.thread);
   AccessEpoch base = epoch_for(k.call, s, OpKind::kKernel, k.name_id);
   base.maybe_write = true;
-  scratch_.clear();
   size_t n = std::min<size_t>(k.nptrs, tail.size() / sizeof(uint64_t));
   for (size_t i = 0; i < n; ++i) {
     uint64_t p;
@@ -344,9 +343,8 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     AccessEpoch e = base;
     e.addr = p;
     e.bytes = al->base + al->bytes - p;  // extent unknown: from the pointer to the end
-    scratch_.push_back(e);
+    apply_one(s, e);
   }
-  apply(s, scratch_);
 }
 
 void TraceAnalysis::nccl_accesses(const NcclCall& n, const AccessEpoch& proto, std::vector<AccessEpoch>& out) const {
@@ -451,11 +449,15 @@ void TraceAnalysis::on_free(const Free& f) {
 }
 
 void TraceAnalysis::apply(StreamState& s, std::vector<AccessEpoch>& accesses) {
-  for (const AccessEpoch& a : accesses) {
+  for (const AccessEpoch& a : accesses) apply_one(s, a);
+}
+
+void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
+  {
     ++summary_.accesses;
     conflicts_.clear();
     shadow_.access(a, s.vc, conflicts_);
-    if (conflicts_.empty()) continue;
+    if (conflicts_.empty()) return;
     // Per earlier stream, keep the conflict that matters for a fix: the latest one (an event
     // after it orders everything before it on that stream), preferring exact accesses.
     std::sort(conflicts_.begin(), conflicts_.end(), [](const Conflict& x, const Conflict& y) {
@@ -472,9 +474,10 @@ void TraceAnalysis::apply(StreamState& s, std::vector<AccessEpoch>& accesses) {
       RaceKind kind = later_writes ? (earlier_writes ? RaceKind::kWriteAfterWrite : RaceKind::kWriteAfterRead)
                                    : RaceKind::kReadAfterWrite;
       Confidence conf = (a.maybe_write || c.earlier.maybe_write) ? Confidence::kPossible : Confidence::kCertain;
-      std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", int(kind), int(conf), c.earlier.stack_id,
-                                    c.earlier.name_id, int(c.earlier.op), c.earlier.write, c.earlier.also_reads,
-                                    a.stack_id, a.name_id, int(a.op), a.write, a.also_reads);
+      SiteKey key{c.earlier.stack_id, c.earlier.name_id, a.stack_id, a.name_id,
+                  uint32_t(kind) | uint32_t(conf) << 2 | uint32_t(c.earlier.op) << 4 | uint32_t(a.op) << 8 |
+                      uint32_t(c.earlier.write) << 12 | uint32_t(c.earlier.also_reads) << 13 |
+                      uint32_t(a.write) << 14 | uint32_t(a.also_reads) << 15};
       auto [it, inserted] = pending_index_.emplace(key, pending_.size());
       if (inserted) {
         PendingFinding pf{};

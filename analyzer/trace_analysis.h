@@ -53,6 +53,7 @@ class TraceAnalysis {
   void on_free(const trace::Free& f);
   // Applies one op's accesses on its (already begun) stream and collects findings.
   void apply(StreamState& s, std::vector<AccessEpoch>& accesses);
+  void apply_one(StreamState& s, const AccessEpoch& a);
   void nccl_accesses(const trace::NcclCall& n, const AccessEpoch& proto, std::vector<AccessEpoch>& out) const;
   AccessEpoch epoch_for(const trace::CallInfo& c, const StreamState& s, OpKind op, uint32_t name_id) const;
   bool skip_captured(const StreamState& s);
@@ -71,7 +72,19 @@ class TraceAnalysis {
   std::map<uint64_t, std::pair<trace::RecordKind, std::vector<uint8_t>>> reorder_;
   std::vector<trace::NcclCall> group_ops_;
   std::vector<PendingFinding> pending_;
-  std::unordered_map<std::string, size_t> pending_index_;
+  // Identity of a finding inside one trace: both sites and the shape of the conflict.
+  struct SiteKey {
+    uint32_t earlier_stack, earlier_name, later_stack, later_name, shape;
+    bool operator==(const SiteKey&) const = default;
+  };
+  struct SiteKeyHash {
+    size_t operator()(const SiteKey& k) const {
+      uint64_t h = k.earlier_stack;
+      for (uint32_t v : {k.earlier_name, k.later_stack, k.later_name, k.shape}) h = h * 0x9E3779B97F4A7C15ull + v;
+      return size_t(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<SiteKey, size_t, SiteKeyHash> pending_index_;
   std::vector<Conflict> conflicts_;
   std::vector<AccessEpoch> scratch_;
   std::vector<Notice> notices_;

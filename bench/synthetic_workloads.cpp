@@ -149,14 +149,19 @@ uint64_t write_training_trace(TraceBuilder& t, const TrainingShape& shape) {
   uint64_t part_off = 0;
   int idx = 0;
   uint64_t filled = 0;
-  uint64_t ev[2] = {0, 0};
+  const uint64_t ev[2] = {t.create_event(), t.create_event()};  // one per bucket buffer
+  bool ev_recorded[2] = {false, false};
   std::vector<uint64_t> events;
   for (int i = 0; i < 64; ++i) events.push_back(t.create_event());
   size_t next_event = 0;
   auto event = [&]() { return events[next_event++ % events.size()]; };
+  // The backward pass walks the parameters in reverse order, as autograd does; each has a
+  // gradient and a weight allocation next to each other.
+  size_t param = allocs.size() / 2;
   while (t.next_seq() - start < shape.events) {
-    uint64_t g = allocs[rng() % allocs.size()];
-    uint64_t w = allocs[rng() % allocs.size()];
+    param = param == 0 ? allocs.size() / 2 - 1 : param - 1;
+    uint64_t g = allocs[2 * param];
+    uint64_t w = allocs[2 * param + 1];
     t.at(st_k).kernel(compute, "backward_kernel", {g, w});
     if (filled + (64 << 10) > (8u << 20)) {
       uint64_t e = event();
@@ -172,11 +177,11 @@ uint64_t write_training_trace(TraceBuilder& t, const TrainingShape& shape) {
       if (part_off + filled / 8 > (64u << 20)) part_off = 0;
       t.memcpy(reduction, partition + part_off, buckets[idx], filled / 8);
       part_off += filled / 8;
-      ev[idx] = event();
       t.record_event(ev[idx], reduction);
+      ev_recorded[idx] = true;
       idx = 1 - idx;
       filled = 0;
-      t.wait_event(compute, ev[idx]);
+      if (ev_recorded[idx]) t.wait_event(compute, ev[idx]);
     }
     t.at(st_copy).memcpy(compute, buckets[idx] + filled, g, 64 << 10);
     filled += 64 << 10;

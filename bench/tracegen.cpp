@@ -11,11 +11,12 @@ int main(int argc, char** argv) {
   CLI::App app{"streamrace-tracegen: write synthetic streamrace traces"};
   std::string shape = "training", out, fix = "none";
   uint64_t events = 10'000'000;
-  int rank = 0, steps = 2;
+  int rank = 0, steps = 2, allocations = 100'000;
   bool no_compress = false;
   app.add_option("--shape", shape, "training | zero12")->capture_default_str();
   app.add_option("-o,--output", out, "Trace file to create")->required();
   app.add_option("--events", events, "training: approximate number of records")->capture_default_str();
+  app.add_option("--allocations", allocations, "training: live allocations")->capture_default_str();
   app.add_option("--fix", fix, "zero12: none | event | wait-stream | sync")->capture_default_str();
   app.add_option("--rank", rank, "zero12: rank")->capture_default_str();
   app.add_option("--steps", steps, "zero12: training steps")->capture_default_str();
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
       trace::TraceBuilder t(out, trace::TraceBuilder::default_header(0), wo);
       synthetic::TrainingShape s;
       s.events = events;
+      s.allocations = allocations;
       uint64_t n = synthetic::write_training_trace(t, s);
       t.finish();
       std::cout << "records=" << n << "\n";
