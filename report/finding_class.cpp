@@ -102,10 +102,23 @@ std::string relative_source_path(const std::string& path, const std::string& roo
   return rel.generic_string();
 }
 
+std::string source_uri_path(const std::string& path, const std::string& root) {
+  if (root.empty() || path.empty()) return {};
+  if (path.front() != '/') {
+    // Relative frames are relative to the traced process's working directory, which is the
+    // source root in the usual `cd repo && streamrace run ...`; "<string>" and the like are no files.
+    if (path.front() == '<') return {};
+    auto p = std::filesystem::path(path).lexically_normal();
+    if (p.empty() || *p.begin() == "..") return {};
+    return p.generic_string();
+  }
+  return relative_source_path(path, root);
+}
+
 const analysis::Frame* primary_frame(const analysis::Access& a, const std::string& root) {
   if (a.stack.empty()) return nullptr;
   for (const auto& f : a.stack)
-    if (!root.empty() && !relative_source_path(f.file, root).empty() && !in_installed_package(f.file)) return &f;
+    if (!root.empty() && !source_uri_path(f.file, root).empty() && !in_installed_package(f.file)) return &f;
   for (const auto& f : a.stack)
     if (f.python && !in_installed_package(f.file)) return &f;
   for (const auto& f : a.stack)

@@ -32,6 +32,11 @@ std::string verb(const std::string& direction);
 // `path` relative to `root` when it lies under it (lexically, after normalising), else empty.
 std::string relative_source_path(const std::string& path, const std::string& root);
 
+// The path a report writes for a frame's file relative to `root`: relative_source_path for
+// an absolute path, the path itself for a relative one (taken as relative to the root, where
+// the traced job ran), empty when the file is outside the root or no root is given.
+std::string source_uri_path(const std::string& path, const std::string& root);
+
 // The frame a report points at for an access: the innermost frame under `root` that is not
 // in an installed package, else the innermost Python frame, else the innermost frame.
 // Null for an empty stack.

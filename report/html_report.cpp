@@ -83,7 +83,7 @@ class HtmlWriter {
 
  private:
   std::string display_path(const std::string& file) const {
-    auto rel = relative_source_path(file, opts_.source_root);
+    auto rel = source_uri_path(file, opts_.source_root);
     return rel.empty() ? file : rel;
   }
 
@@ -214,7 +214,7 @@ class HtmlWriter {
     std::map<uint64_t, std::pair<double, double>> centre;  // seq -> (x, y) of the slice centre
     for (const auto* op : ops) {
       bool race = op->seq == f.earlier.seq || op->seq == f.later.seq;
-      double x0 = x(op->start_ns), x1 = std::max(x(op->end_ns), x0 + 3);
+      double x0 = x(op->start_ns), x1 = std::max(x(op->end_ns) - 1, x0 + 3);  // 1 px gap between neighbours
       double y = lane_y(op->stream);
       centre[op->seq] = {(x0 + x1) / 2, y + 10};
       out_ << fmt::format("<rect class=\"op{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"20\"><title>",
@@ -234,6 +234,11 @@ class HtmlWriter {
       out_ << fmt::format("<path class=\"raceflow\" d=\"M{:.1f},{:.1f} L{:.1f},{:.1f}\"><title>unordered</title></path>\n",
                           a->second.first, a->second.second, b->second.first, b->second.second);
     out_ << "</svg>\n";
+    bool device = std::all_of(ops.begin(), ops.end(), [](const TimelineOp* op) { return op->device_time; });
+    out_ << "<p class=\"loc\">Racing region on the two streams (red: the racing accesses; dashed: unordered; grey "
+            "lines: event waits). "
+         << (device ? "Device timestamps." : "No device timestamps for every op: ops are placed in issue order.")
+         << "</p>\n";
   }
 
   std::ostream& out_;

@@ -87,6 +87,8 @@ class PerfettoWriter {
       for (const auto& [stream, tid] : tids_.at(trace)) {
         events.push_back(ordered_json{{"ph", "M"}, {"name", "thread_name"}, {"pid", pid}, {"tid", tid},
                                       {"args", {{"name", stream_labels_.at({trace, stream})}}}});
+        events.push_back(ordered_json{{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", pid}, {"tid", tid},
+                                      {"args", {{"sort_index", tid}}}});
       }
     }
   }

@@ -39,7 +39,7 @@ class SarifWriter {
 
   ordered_json artifact_location(const std::string& file) const {
     ordered_json a;
-    auto rel = relative_source_path(file, opts_.source_root);
+    auto rel = source_uri_path(file, opts_.source_root);
     if (!rel.empty()) {
       a["uri"] = encode_uri_path(rel);
       a["uriBaseId"] = kRootBase;

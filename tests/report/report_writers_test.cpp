@@ -8,6 +8,7 @@
 #include "report/finding_class.h"
 #include "report/formats.h"
 #include "report/markup_escape.h"
+#include "report/progress_meter.h"
 #include "report/timeline.h"
 #include "report_test_support.h"
 
@@ -226,6 +227,34 @@ TEST(SourcePaths, RelativeOnlyUnderTheRoot) {
   EXPECT_EQ(report::relative_source_path("/work/proj/../x.py", "/work/proj"), "");
   EXPECT_EQ(report::relative_source_path("b.py", "/work/proj"), "");
   EXPECT_EQ(report::relative_source_path("/work/proj/b.py", ""), "");
+  EXPECT_EQ(report::source_uri_path("deepspeed/zero/stage.py", "/work/proj"), "deepspeed/zero/stage.py");
+  EXPECT_EQ(report::source_uri_path("../x.py", "/work/proj"), "");
+  EXPECT_EQ(report::source_uri_path("<frozen runpy>", "/work/proj"), "");
+  EXPECT_EQ(report::source_uri_path("/work/proj/a.py", "/work/proj"), "a.py");
+}
+
+TEST(ProgressMeter, DrawsOnlyOnATerminalAfterTheDelayAndClearsItsLine) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  {
+    report::ProgressMeter quiet("analysing traces", 2'000'000, fds[1], std::chrono::milliseconds(0));
+    quiet.update(1'000'000);  // a pipe is no terminal
+    EXPECT_FALSE(quiet.drawn());
+    report::ProgressMeter slow("analysing traces", 2'000'000, fds[1], std::chrono::hours(1));
+    slow.force_terminal();
+    slow.update(1'000'000);  // not yet a second (an hour, here) into the work
+    EXPECT_FALSE(slow.drawn());
+    report::ProgressMeter meter("analysing traces", 2'000'000, fds[1], std::chrono::milliseconds(0));
+    meter.force_terminal();
+    meter.update(1'000'000);
+    EXPECT_TRUE(meter.drawn());
+    meter.finish();
+  }
+  close(fds[1]);
+  char buf[256];
+  auto n = read(fds[0], buf, sizeof buf);
+  close(fds[0]);
+  EXPECT_EQ(std::string(buf, n > 0 ? n : 0), "\rstreamrace: analysing traces  50% (1.0 of 2.0 MB)\x1b[K\r\x1b[K");
 }
 
 TEST_F(ReportWriters, TimelineFromTracesHasOpsFlowsAndDeviceTimes) {
