@@ -54,8 +54,15 @@ void print_region(std::ostream& out, const analysis::Finding& f, const report::T
   }
   first = first >= 3 ? first - 3 : 0;
   last = std::min(ops.size() - 1, last + 3);
-  out << fmt::format("\nRacing region in {} ({} ops on the two streams shown):\n", a->trace, last - first + 1);
+  out << fmt::format("\nRacing region in {} ({} ops on the two streams):\n", a->trace, last - first + 1);
+  constexpr size_t kShown = 40;  // long regions: the first and last 20 ops
   for (size_t i = first; i <= last; ++i) {
+    if (last - first + 1 > kShown && i == first + kShown / 2) {
+      size_t skip = last - first + 1 - kShown;
+      out << fmt::format("  ... {} ops not shown ...\n", skip);
+      i += skip - 1;
+      continue;
+    }
     const auto* op = ops[i];
     const char* mark = op == a ? "  <- earlier access" : op == b ? "  <- later access" : "";
     out << fmt::format("  #{:<8} {:<40} {}{}\n", op->seq, op->stream_label, op->name, mark);
