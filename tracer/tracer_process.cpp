@@ -200,6 +200,19 @@ std::string TracerProcess::capture_status() const { return status_; }
 void TracerProcess::at_exit() {
   if (exited_.exchange(true)) return;
   CudaCallHandler* h = handler_.load();
+  // The process used CUDA but the driver never called InitializeInjection (another tool
+  // claimed CUDA_INJECTION64_PATH): say so rather than leave no trace, which would read as
+  // "nothing to report".
+  bool cuda_loaded = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) != nullptr;
+  if (!cupti_started_ && cuda_loaded) {
+    const char* inj = std::getenv("CUDA_INJECTION64_PATH");
+    std::string why = std::string("not-injected: CUDA_INJECTION64_PATH names ") + (inj && *inj ? inj : "nothing") +
+                      ", so the CUDA driver never started the tracer";
+    std::fprintf(stderr, "streamrace: cannot trace CUDA calls in pid %d: %s\n", int(getpid()), why.c_str());
+    recorder().set_capture_status(why);
+    recorder().add_notice(trace::NoticeLevel::kError, "CUDA calls were not captured in this process: " + why);
+    h = handler_.load();
+  }
   if (!h) return;
   {
     InternalCallGuard guard;

@@ -168,5 +168,42 @@ TEST_F(PreloadTest, NcclCallsInALocalScopeReachTheRealLibraryAndTheTrace) {
   EXPECT_EQ(bc.root_or_peer, 0);
 }
 
+// The NCCL calls come from Python (through ctypes.PyDLL, which keeps the GIL): their stacks
+// must be the Python frames, innermost first, naming the script, function and line.
+TEST_F(PreloadTest, CallsFromPythonCarryPythonStacks) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  fs::path script = base_ / "drive.py";
+  {
+    std::ofstream py(script);
+    py << "import ctypes, sys\n"
+          "lib = ctypes.PyDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
+          "def train_step():\n"
+          "    return lib.fake_framework_run()\n"
+          "sys.exit(train_step())\n";
+  }
+  auto r = run("FAKE_NCCL_LOG=/dev/null", "python3 '" + script.string() + "' '" SR_FAKE_FRAMEWORK "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  auto files = trace_files();
+  ASSERT_EQ(files.size(), 1u);
+  auto t = read_trace(files[0].string());
+  EXPECT_TRUE(t.defs_before_use);
+  auto calls = t.of(RecordKind::kNcclCall);
+  ASSERT_EQ(calls.size(), 4u);
+  auto ar = calls[0].as<trace::NcclCall>();
+  ASSERT_NE(ar.call.stack_id, 0u);
+  const auto& frames = t.stacks.at(ar.call.stack_id);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].kind, trace::FrameKind::kPython);
+  EXPECT_EQ(t.str(frames[0].file_id), script.string());
+  EXPECT_EQ(t.str(frames[0].function_id), "train_step");
+  EXPECT_EQ(frames[0].line, 4u);
+  EXPECT_EQ(t.str(frames[1].function_id), "<module>");
+  EXPECT_EQ(frames[1].line, 5u);
+  // Every call of the step comes from the same two frames' code objects.
+  auto bc = calls[3].as<trace::NcclCall>();
+  EXPECT_EQ(t.stacks.at(bc.call.stack_id)[0].function_id, frames[0].function_id);
+}
+
 }  // namespace
 }  // namespace streamrace::tracer
