@@ -7,6 +7,7 @@
 #include "replay/schedule_check.h"
 #include "replay/stream_simulator.h"
 #include "replay/trace_lifter.h"
+#include "replay/zero_replay.h"
 #include "replay/zero_schedule.h"
 #include "traceformat/trace_builder.h"
 
@@ -128,4 +129,26 @@ TEST(ReplayAnalyzer, ApplyingOneFingerprintToABuilderTraceRemovesExactlyThatFind
   for (const auto& f : res.after.findings) EXPECT_NE(f.fingerprint, target);
   EXPECT_THROW(apply_fixes_to_traces({path}, TraceFixOptions{{"0000000000000000"}, dir + "/x", 16}),
                std::invalid_argument);
+}
+
+TEST(ZeroReplay, VerdictTableForStage1TinyMatchesEveryTool) {
+  ZeroReplayOptions o;
+  o.base.stage = 1;
+  apply_zero_preset("tiny", o.base);
+  o.simulate = true;
+  o.steps = 30;
+  auto reports = run_zero_replay(o);
+  ASSERT_EQ(reports.size(), 4u);
+  for (const auto& r : reports) {
+    const bool none = r.variant == "none";
+    EXPECT_EQ(r.races(), none) << r.variant;
+    EXPECT_EQ(r.certain > 0, none) << r.variant;
+    EXPECT_EQ(r.possible, 0u) << r.variant;
+    EXPECT_EQ(r.exhaustive_found, none) << r.variant;
+    EXPECT_EQ(r.exhaustive, none ? "corrupting interleaving (rank 0)" : "proven: none exists") << r.variant;
+    EXPECT_EQ(r.sim_steps, 60u);
+    EXPECT_EQ(r.sim_corrupt_steps > 0, none) << r.variant;
+  }
+  o.variants = {"bogus"};
+  EXPECT_THROW(run_zero_replay(o), std::invalid_argument);
 }
