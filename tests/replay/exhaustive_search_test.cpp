@@ -114,3 +114,22 @@ TEST(SearchLimits, AnExhaustedBudgetIsInconclusiveNeverAProof) {
   auto r = sim.search(0, SearchLimits{3});
   EXPECT_EQ(r.verdict, Verdict::kInconclusive);
 }
+
+TEST(Stage12Search, IrregularSizesOnTwoAndFourRanksEveryRank) {
+  // Partitions straddle parameters and buckets hold one to three parameters.
+  for (int world : {2, 4})
+    for (int stage : {1, 2})
+      for (const auto& v : zero_variant_names(stage))
+        for (int rank = 0; rank < world; ++rank) {
+          ZeroConfig c;
+          c.stage = stage;
+          c.world = world;
+          c.rank = rank;
+          ASSERT_TRUE(set_zero_variant(c, v));
+          c.param_elements = {3, 1, 2, 4, 2, 3, 1, 2};
+          c.bucket_elements = 5;
+          auto s = make_zero_schedule(c);
+          StreamSimulator sim(s);
+          EXPECT_EQ(sim.search().verdict, v == "none" ? Verdict::kCorruptionFound : Verdict::kNoCorruption) << s.name;
+        }
+}
