@@ -70,7 +70,9 @@ void TraceAnalysis::run() {
                         "CUDA calls were not captured in this process (" + h.capture_status +
                             "): its trace cannot show races; free the CUPTI slot (Nsight, the PyTorch profiler or "
                             "compute-sanitizer hold it) and run again"});
-  reader.for_each([this](const RecordView& r) { process(r); });
+  auto fn = [this](const RecordView& r) { process(r); };
+  while (reader.next_chunk(fn))
+    if (opts_.progress) opts_.progress(reader.stats().valid_bytes, reader.file_size());
   // Whatever is still waiting for a missing sequence number runs in order now.
   if (!reorder_.empty()) {
     seq_gaps_ += reorder_.begin()->first - next_seq_;

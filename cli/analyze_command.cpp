@@ -2,12 +2,14 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
 #include "analyzer/analyzer.h"
 #include "cli/command_registry.h"
 #include "report/formats.h"
+#include "report/progress_meter.h"
 #include "report/text_report.h"
 #include "traceformat/trace_file.h"
 
@@ -52,12 +54,26 @@ int run_analyze(const AnalyzeArgs& a) {
     outs[0].second = a.output;
   }
   analysis::AnalysisResult result;
+  std::vector<std::string> paths;
   try {
+    paths = analysis::expand_trace_inputs(a.inputs);
+    uint64_t total = 0, done = 0;
+    for (const auto& p : paths) {
+      std::error_code ec;
+      total += std::filesystem::file_size(p, ec);
+    }
+    report::ProgressMeter meter("analysing", total);
     analysis::AnalyzerOptions opts;
     opts.separate_host_threads = a.separate_threads;
     opts.unknown_streams_blocking = a.unknown_blocking;
+    opts.progress = [&](uint64_t bytes, uint64_t) { meter.update(done + bytes); };
     analysis::Analyzer analyzer(opts);
-    for (const auto& path : analysis::expand_trace_inputs(a.inputs)) analyzer.add_trace(path);
+    for (const auto& path : paths) {
+      analyzer.add_trace(path);
+      std::error_code ec;
+      done += std::filesystem::file_size(path, ec);
+    }
+    meter.finish();
     result = analyzer.finish();
   } catch (const trace::TraceError& e) {
     std::cerr << "streamrace analyze: error: " << e.what() << "\n";
@@ -66,6 +82,7 @@ int run_analyze(const AnalyzeArgs& a) {
   for (const auto& [name, file] : outs) {
     report::ReportOptions ro;
     ro.source_root = a.source_root;
+    ro.trace_paths = paths;
     if (file.empty() || file == "-") {
       ro.color = name == "text" && !a.no_color && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
       report::write_format(name, std::cout, result, ro);

@@ -37,6 +37,8 @@ class TraceBuilder {
   TraceBuilder& at(uint32_t stack_id) { cur_stack_ = stack_id; return *this; }
   TraceBuilder& at(std::string_view file, uint32_t line, std::string_view function = "<module>");
   TraceBuilder& thread(uint32_t t) { cur_thread_ = t; return *this; }
+  // Host clock for the next call (each call advances it by 1 us).
+  TraceBuilder& host_time(uint64_t ns) { ts_ = ns >= 1000 ? ns - 1000 : 0; return *this; }
   uint64_t next_seq() const { return seq_; }
 
   // Streams and events. Handles are assigned by the builder unless given.

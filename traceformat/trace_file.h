@@ -144,6 +144,7 @@ class TraceReader {
   // Reads every remaining record.
   void for_each(const std::function<void(const RecordView&)>& fn);
   const ReadStats& stats() const { return stats_; }
+  uint64_t file_size() const { return file_size_; }
   // Human-readable warnings gathered while reading (truncation, missing end marker).
   const std::vector<std::string>& warnings() const { return warnings_; }
 
