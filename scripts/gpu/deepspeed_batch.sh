@@ -32,6 +32,8 @@
 #   SEED002_DS       DeepSpeed version for the seed-002 run (default 0.14.2)
 #   WORK             scratch dir (default /tmp/ds-batch); OUT as set by the device tool
 #   ONLY             space-separated case names to run (default: all), e.g. "z1_0142 z1_0143"
+#   SKIP_MODES       space-separated modes not to run, e.g. "csan plain"
+#   MAX_TRACE_FILES  trace archives to bring back (default 6)
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -108,6 +110,7 @@ case_run() {
     [[ $# -gt 0 ]] && shift
     local id="${name}_${mode}"
     wanted "$name" || return 0
+    [[ " ${SKIP_MODES:-} " == *" $mode "* ]] && return 0
     local left; left=$(left_s)
     local limit=$(( left < cap ? left : cap ))
     local why=""
@@ -183,7 +186,7 @@ column -t -s $'\t' "$SUMMARY" 2>/dev/null || cat "$SUMMARY"
 # trace files and 56 MiB, leaving room for logs.tgz within the tool's 8 files / 64 MiB.
 PACK="$LOGS/packing.txt"
 : > "$PACK"
-max_files=6
+max_files=${MAX_TRACE_FILES:-6}
 max_bytes=$((56 * 1024 * 1024))
 part_bytes=$((15 * 1024 * 1024))
 used_files=0; used_bytes=0
