@@ -14,7 +14,10 @@ R=/tmp/sr_results
 rm -rf "$R" && mkdir -p "$R"/traces "$R"/logs /tmp/sr_samples
 SR="$REPO/gpu-carry/bin/streamrace"
 LIB="$REPO/gpu-carry/lib/libstreamrace.so"
-exec > >(tee "$R/logs/batch.log") 2>&1
+# Output goes to the terminal and the log; no process substitution (a bare `wait` below
+# would wait for it forever).
+exec >"$R/logs/batch.log" 2>&1
+tail -f "$R/logs/batch.log" --pid=$$ >/dev/stderr &
 
 echo "== machine"
 nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv
@@ -33,12 +36,15 @@ for d in /usr/local/cuda/lib64 /usr/lib/x86_64-linux-gnu "$PYNCCL/lib"; do ls $d
 echo "nccl include=$NCCL_INC lib=$NCCL_LIBDIR"
 [ -e "$NCCL_LIBDIR/libnccl.so" ] || { mkdir -p /tmp/ncclink && ln -sf "$NCCL_LIBDIR"/libnccl.so.2 /tmp/ncclink/libnccl.so && NCCL_LINKDIR=/tmp/ncclink; }
 NCCL_LINKDIR=${NCCL_LINKDIR:-$NCCL_LIBDIR}
+pids=()
 for f in samples/cuda/*.cu; do
   b=$(basename $f .cu); extra=""
   [ $b = nccl_allreduce ] && extra="-I$NCCL_INC -L$NCCL_LINKDIR -lnccl -Xlinker -rpath,$NCCL_LIBDIR"
-  nvcc -O2 -arch=sm_90 -std=c++17 -cudart shared -o /tmp/sr_samples/$b $f $extra -Xlinker -rpath,/usr/local/cuda/lib64 &
+  timeout 180 nvcc -O2 -arch=sm_90 -std=c++17 -cudart shared -o /tmp/sr_samples/$b $f $extra \
+    -Xlinker -rpath,/usr/local/cuda/lib64 &
+  pids+=($!)
 done
-wait
+wait "${pids[@]}"
 ls /tmp/sr_samples
 
 run_sample() {  # name mode cmd...
