@@ -458,6 +458,7 @@ void CudaCallHandler::on_runtime(const ApiCall& c) {
       trace::StreamWaitEvent r{};
       r.stream = normalize_stream(H(p.stream), pt, device_of(c.context));
       r.event = H(p.event);
+      GilScope python_stack_matters;  // overlap reports name the wait's Python line
       r.call = call_info(api);
       rec_->add(r);
       break;
@@ -920,6 +921,7 @@ void CudaCallHandler::on_driver(const ApiCall& c) {
       trace::StreamWaitEvent r{};
       r.stream = normalize_stream(H(p.hStream), pt, device_of(c.context));
       r.event = H(p.hEvent);
+      GilScope python_stack_matters;
       r.call = call_info(api);
       rec_->add(r);
       break;
@@ -1034,6 +1036,7 @@ void CudaCallHandler::device_sync(uint32_t api, uint32_t device) {
 
 void CudaCallHandler::memcpy(uint32_t api, uint64_t stream, uint64_t correlation, uint64_t dst, uint64_t src,
                              uint64_t bytes, int copy_kind, bool async, uint32_t device) {
+  GilScope python_stack_matters;
   trace::Memcpy r{};
   r.stream = stream;
   r.correlation = correlation;
@@ -1058,6 +1061,7 @@ void CudaCallHandler::memcpy(uint32_t api, uint64_t stream, uint64_t correlation
 
 void CudaCallHandler::memset(uint32_t api, uint64_t stream, uint64_t correlation, uint64_t dst, uint64_t bytes,
                              bool async, uint32_t device) {
+  GilScope python_stack_matters;
   trace::Memset r{};
   r.stream = stream;
   r.correlation = correlation;
@@ -1097,6 +1101,7 @@ uint32_t CudaCallHandler::kernel_name_id(uint64_t func, const char* name) {
 void CudaCallHandler::kernel(uint32_t api, uint64_t stream, uint64_t correlation, uint32_t device, uint64_t func,
                              bool library_kernel, const char* name, const uint32_t grid[3], const uint32_t block[3],
                              void* const* args, const void* packed) {
+  GilScope python_stack_matters;
   trace::KernelLaunchHead h{};
   h.stream = stream;
   h.correlation = correlation;

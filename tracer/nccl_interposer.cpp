@@ -152,6 +152,7 @@ void record_call(trace::NcclOp op, const void* send, const void* recv, size_t co
     r.op = op;
     r.datatype = trace::NcclType(uint8_t(type));
     r.device = info.device;
+    GilScope python_stack_matters;
     r.call = h.recorder().call(h.recorder().strings().intern(trace::nccl_op_name(op)), h.capture_stack());
     h.recorder().add(r);
   } catch (...) {

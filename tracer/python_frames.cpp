@@ -23,6 +23,9 @@ bool PythonFrames::resolve() {
             find(incref_, "Py_IncRef") && find(decref_, "Py_DecRef") && find(getattr_, "PyObject_GetAttrString") &&
             find(as_utf8_, "PyUnicode_AsUTF8") && find(err_clear_, "PyErr_Clear");
   if (!find(unchecked_get_, "PyThreadState_GetUnchecked")) find(unchecked_get_, "_PyThreadState_UncheckedGet");
+  find(gil_ensure_, "PyGILState_Ensure");
+  find(gil_release_, "PyGILState_Release");
+  if (!find(is_finalizing_, "Py_IsFinalizing")) find(is_finalizing_, "_Py_IsFinalizing");
   return ok;
 }
 
@@ -65,13 +68,32 @@ PythonFrames::CodeNames PythonFrames::names_of(PyObj code) {
   return it->second;
 }
 
+bool PythonFrames::thread_runs_python() {
+  return available() && is_initialized_() && this_thread_state_() != nullptr;
+}
+
 size_t PythonFrames::capture(std::vector<trace::StackFrame>& out, size_t max_frames) {
-  if (!available() || !is_initialized_() || !gil_check_()) return 0;
+  if (!available() || !is_initialized_()) return 0;
+  // This thread's Python state: null for threads that never ran Python.
   PyObj ts = this_thread_state_();
   if (ts == nullptr) return 0;
-  // PyGILState_Check answers 1 when GIL checking is off; make sure this thread's state is
-  // the running one before touching frames.
-  if (unchecked_get_ != nullptr && unchecked_get_() != ts) return 0;
+  // Whether this thread holds the GIL now. PyGILState_Check answers 1 when GIL checking is
+  // off, so where the running thread state can be read, that decides.
+  bool held = unchecked_get_ != nullptr ? unchecked_get_() == ts : gil_check_() != 0;
+  int gil_state = -1;
+  if (!held) {
+    if (!t_may_take_gil || gil_ensure_ == nullptr || gil_release_ == nullptr ||
+        (is_finalizing_ != nullptr && is_finalizing_()))
+      return 0;
+    gil_state = gil_ensure_();
+  }
+  struct Release {
+    PythonFrames* self;
+    int state;
+    ~Release() {
+      if (state != -1) self->gil_release_(state);
+    }
+  } release{this, gil_state};
   size_t n = 0;
   PyObj frame = get_frame_(ts);  // new reference or NULL
   while (frame != nullptr && n < max_frames) {

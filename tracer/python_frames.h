@@ -1,6 +1,7 @@
 // PythonFrames: reads the calling thread's Python stack (file, function, line), innermost
 // first, through the CPython C API found at run time with dlsym(RTLD_DEFAULT): the tracer
-// never links Python. It reads only when this thread holds the GIL. Code objects are cached
+// never links Python. It reads when this thread holds the GIL, or (see GilScope) takes it
+// back for the walk when this thread runs Python code that released it. Code objects are cached
 // by pointer and kept alive (one reference each), so a cached pointer is never reused by a
 // different code object.
 #pragma once
@@ -16,11 +17,25 @@
 
 namespace streamrace::tracer {
 
+// Set (through GilScope) around the calls whose Python stack matters most for findings:
+// kernel launches, copies, memsets and NCCL calls. PyTorch releases the GIL inside its ops,
+// so without it those calls would have no Python frames; with it the tracer takes the GIL
+// back for the walk, as PyTorch's own allocator history does. Never set around allocation,
+// free, event or synchronisation calls, which PyTorch may make while holding its own locks.
+inline thread_local bool t_may_take_gil = false;
+struct GilScope {
+  bool saved = t_may_take_gil;
+  GilScope() { t_may_take_gil = true; }
+  ~GilScope() { t_may_take_gil = saved; }
+};
+
 class PythonFrames {
  public:
   explicit PythonFrames(StringTable& strings) : strings_(strings) {}
   // True once the interpreter's entry points were found (looked up on first use).
   bool available();
+  // Whether the calling thread has a Python thread state (it runs, or ran, Python code).
+  bool thread_runs_python();
   // Appends up to `max_frames` frames; returns how many. 0 without Python or the GIL.
   size_t capture(std::vector<trace::StackFrame>& out, size_t max_frames);
 
@@ -49,6 +64,9 @@ class PythonFrames {
   PyObj (*getattr_)(PyObj, const char*) = nullptr;
   const char* (*as_utf8_)(PyObj) = nullptr;
   void (*err_clear_)() = nullptr;
+  int (*gil_ensure_)() = nullptr;      // PyGILState_Ensure
+  void (*gil_release_)(int) = nullptr;  // PyGILState_Release
+  int (*is_finalizing_)() = nullptr;   // Py_IsFinalizing / _Py_IsFinalizing
 
   std::mutex mu_;
   std::unordered_map<PyObj, CodeNames> codes_;

@@ -32,7 +32,12 @@ uint32_t StackCapture::capture() {
     case StackMode::kNative: return capture_native();
     case StackMode::kAuto: {
       uint32_t id = capture_python();
-      return id != 0 ? id : capture_native();
+      if (id != 0) return id;
+      // A Python thread inside a call where the GIL may not be taken back (allocation, sync,
+      // event calls): its native frames are the framework's, and unwinding them costs more
+      // than they tell. Native stacks are for native programs.
+      if (python_.thread_runs_python()) return 0;
+      return capture_native();
     }
   }
   return 0;

@@ -14,7 +14,8 @@
 
 namespace streamrace::tracer {
 
-enum class StackMode { kNone, kNative, kPython, kAuto };  // kAuto: Python if present, else native
+// kAuto: Python frames in threads that run Python, native frames in threads that do not.
+enum class StackMode { kNone, kNative, kPython, kAuto };
 
 StackMode parse_stack_mode(const char* text);  // "none", "native", "python", "auto" (default)
 

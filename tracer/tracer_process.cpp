@@ -203,8 +203,17 @@ void TracerProcess::at_exit() {
   // The process used CUDA but the driver never called InitializeInjection (another tool
   // claimed CUDA_INJECTION64_PATH): say so rather than leave no trace, which would read as
   // "nothing to report".
-  bool cuda_loaded = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD) != nullptr;
-  if (!cupti_started_ && cuda_loaded) {
+  // Loaded is not used: `import torch` loads libcuda without initialising it. The driver
+  // answers CUDA_ERROR_NOT_INITIALIZED (3) until cuInit ran, and only cuInit injects.
+  bool cuda_used = false;
+  if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+    using CtxGetCurrent = int (*)(void**);
+    auto get_current = reinterpret_cast<CtxGetCurrent>(dlsym(cuda, "cuCtxGetCurrent"));
+    void* ctx = nullptr;
+    cuda_used = get_current == nullptr || get_current(&ctx) != 3;
+    dlclose(cuda);
+  }
+  if (!cupti_started_ && cuda_used) {
     const char* inj = std::getenv("CUDA_INJECTION64_PATH");
     std::string why = std::string("not-injected: CUDA_INJECTION64_PATH names ") + (inj && *inj ? inj : "nothing") +
                       ", so the CUDA driver never started the tracer";
