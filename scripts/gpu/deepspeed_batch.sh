@@ -34,6 +34,7 @@
 #   ONLY             space-separated case names to run (default: all), e.g. "z1_0142 z1_0143"
 #   SKIP_MODES       space-separated modes not to run, e.g. "csan plain"
 #   MAX_TRACE_FILES  trace archives to bring back (default 6)
+#   CAP_S            at most this many seconds for any one run
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -112,6 +113,7 @@ case_run() {
     wanted "$name" || return 0
     [[ " ${SKIP_MODES:-} " == *" $mode "* ]] && return 0
     local left; left=$(left_s)
+    (( ${CAP_S:-0} > 0 && cap > CAP_S )) && cap=$CAP_S
     local limit=$(( left < cap ? left : cap ))
     local why=""
     (( SETUP_RC == 0 )) || why="setup failed"

@@ -31,16 +31,23 @@ VARIANTS="none event wait-stream sync"
 WORK=$OUT/replay
 mkdir -p "$WORK"
 
+if [ -n "${PREBUILT_BIN_DIR:-}" ]; then
+  # Binaries built on the CPU machine and carried along (saves the build's device time).
+  SR=$PREBUILT_BIN_DIR/streamrace
+  GPU=$PREBUILT_BIN_DIR/streamrace-replay-gpu
+  echo "== prebuilt binaries in $PREBUILT_BIN_DIR"
+else
 echo "== build ($BUILD)"
-tracer=OFF
-if [ "$TRACE" = 1 ]; then tracer=ON; fi
-cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTREAMRACE_BUILD_TESTS=OFF \
-  -DSTREAMRACE_BUILD_TRACER=$tracer -DSTREAMRACE_BUILD_REPLAY_GPU=ON >"$WORK/cmake.log" 2>&1 ||
-  { cat "$WORK/cmake.log"; exit 2; }
-targets="streamrace streamrace-replay-gpu"
-cmake --build "$BUILD" --target $targets -j"$(nproc)" >"$WORK/build.log" 2>&1 || { tail -50 "$WORK/build.log"; exit 2; }
-SR=$BUILD/bin/streamrace
-GPU=$BUILD/bin/streamrace-replay-gpu
+  tracer=OFF
+  if [ "$TRACE" = 1 ]; then tracer=ON; fi
+  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DSTREAMRACE_BUILD_TESTS=OFF \
+    -DSTREAMRACE_BUILD_TRACER=$tracer -DSTREAMRACE_BUILD_REPLAY_GPU=ON >"$WORK/cmake.log" 2>&1 ||
+    { cat "$WORK/cmake.log"; exit 2; }
+  targets="streamrace streamrace-replay-gpu"
+  cmake --build "$BUILD" --target $targets -j"$(nproc)" >"$WORK/build.log" 2>&1 || { tail -50 "$WORK/build.log"; exit 2; }
+  SR=$BUILD/bin/streamrace
+  GPU=$BUILD/bin/streamrace-replay-gpu
+fi
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$WORK/gpus.txt" || true
 
 run_variant() {  # stage variant delay_us steps tag
