@@ -16,6 +16,12 @@ struct AnalyzerOptions {
   // Streams whose creation was not traced are treated as non-blocking (exempt from the
   // legacy default stream's implicit synchronisation) unless this is set.
   bool unknown_streams_blocking = false;
+  // A kernel's pointer argument has no extent. By default, when an exact operation (copy,
+  // memset, collective) last used a range starting at that very address, the kernel is
+  // taken to touch that range (a PyTorch tensor passed to a kernel usually is the tensor a
+  // copy or collective used); otherwise, and always with this set, it reaches to the end of
+  // its allocation (a caching-allocator segment holding many tensors).
+  bool kernel_extent_to_allocation_end = false;
   // Called with (bytes read, total bytes) while reading; may be empty.
   std::function<void(uint64_t, uint64_t)> progress;
 };

@@ -71,6 +71,9 @@ class TraceAnalysis {
   uint64_t next_seq_ = 0;
   std::map<uint64_t, std::pair<trace::RecordKind, std::vector<uint8_t>>> reorder_;
   std::vector<trace::NcclCall> group_ops_;
+  // Length of the latest exact access starting at each address (kernel extents, see
+  // AnalyzerOptions): the caching allocator reuses addresses, so the latest use counts.
+  std::unordered_map<uint64_t, uint64_t> exact_extent_;
   std::vector<PendingFinding> pending_;
   // Identity of a finding inside one trace: both sites and the shape of the conflict.
   struct SiteKey {

@@ -696,3 +696,48 @@ TEST(Dedup, SameRaceOnTwoRanksMergesIntoOneFinding) {
 
 }  // namespace
 }  // namespace streamrace
+
+namespace streamrace {
+namespace {
+
+// A kernel pointer argument that an exact operation used as the start of a range is taken
+// to span that range, not the rest of its (caching-allocator) allocation.
+TEST(Kernels, ExtentInferredFromExactAccessesAtTheSameAddress) {
+  auto program = [](TraceBuilder& t) {
+    uint64_t a = t.create_stream(), b = t.create_stream();
+    uint64_t segment = t.alloc(16 * kBytes);  // one cudaMalloc holding two tensors
+    uint64_t bucket = segment, grad = segment + 4 * kBytes;
+    uint64_t comm = t.comm_init(0, 2);
+    t.nccl(NcclOp::kAllReduce, a, comm, bucket, bucket, kBytes / 4, NcclType::kFloat32);  // bucket: kBytes
+    t.kernel(a, "div_kernel", {bucket});
+    t.memset(b, grad, kBytes);  // another tensor of the same segment
+  };
+  expect_clean(run_program(program));
+  analysis::AnalyzerOptions whole;
+  whole.kernel_extent_to_allocation_end = true;
+  auto r = run_program(program, whole);
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].earlier.op, "div_kernel");
+  EXPECT_EQ(r.findings[0].confidence, Confidence::kPossible);
+  EXPECT_EQ(r.findings[0].earlier.bytes, 16 * kBytes);
+}
+
+TEST(Kernels, InferredExtentStillCatchesOverlap) {
+  uint64_t a = 0, b = 0, bucket = 0;
+  auto r = run_program([&](TraceBuilder& t) {
+    a = t.create_stream();
+    b = t.create_stream();
+    bucket = t.alloc(16 * kBytes);
+    uint64_t comm = t.comm_init(0, 2);
+    t.nccl(NcclOp::kAllReduce, a, comm, bucket, bucket, kBytes / 4, NcclType::kFloat32);
+    t.kernel(a, "div_kernel", {bucket});
+    t.memset(b, bucket + kBytes / 2, kBytes / 4);
+  });
+  ASSERT_EQ(r.findings.size(), 1u);
+  // Per earlier stream the exact access is preferred: the all-reduce, not the kernel.
+  EXPECT_EQ(r.findings[0].earlier.op, "ncclAllReduce");
+  EXPECT_EQ(r.findings[0].confidence, Confidence::kCertain);
+}
+
+}  // namespace
+}  // namespace streamrace
