@@ -105,7 +105,11 @@ int run_analyze(const AnalyzeArgs& a) {
   bool any_stdout = false;
   for (const auto& o : outs) any_stdout |= o.second.empty() || o.second == "-";
   if (!any_stdout) std::cerr << report::summary_line(result) << "\n";
-  return result.findings.empty() ? kExitClean : a.error_exitcode;
+  if (!result.findings.empty()) return a.error_exitcode;
+  // A trace that captured no CUDA calls cannot be called clean.
+  for (const auto& t : result.traces)
+    if (!t.capture_status.empty() && t.capture_status != "ok") return kExitBadInput;
+  return kExitClean;
 }
 
 RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {

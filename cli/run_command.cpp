@@ -189,7 +189,11 @@ int run_traced(const RunArgs& a) {
   std::cerr << "streamrace run: " << traces.size() << " trace" << (traces.size() == 1 ? "" : "s") << " in " << dir
             << "\n";
   if (cmd_status != 0) return cmd_status;
-  return result.findings.empty() ? kExitClean : a.error_exitcode;
+  if (!result.findings.empty()) return a.error_exitcode;
+  // A process whose CUDA calls were not captured cannot be called clean.
+  for (const auto& t : result.traces)
+    if (!t.capture_status.empty() && t.capture_status != "ok") return kExitBadInput;
+  return kExitClean;
 }
 
 RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {

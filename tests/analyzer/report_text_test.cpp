@@ -38,3 +38,17 @@ TEST(TextReport, CleanSummaryLine) {
 
 }  // namespace
 }  // namespace streamrace
+
+namespace streamrace {
+namespace {
+
+TEST(TextReport, TraceThatCapturedNothingGivesNoVerdict) {
+  analysis::AnalysisResult r;
+  r.traces.resize(2);
+  r.traces[0].capture_status = "ok";
+  r.traces[1].capture_status = "cupti-busy: another tool holds CUPTI's only subscriber slot";
+  EXPECT_EQ(report::summary_line(r), "streamrace: no verdict: 1 of 2 traces captured no CUDA calls (see the errors above)");
+}
+
+}  // namespace
+}  // namespace streamrace
