@@ -83,12 +83,18 @@ std::string fingerprint_of(const Finding& f) {
 }
 
 std::string site_of(const Access& a) {
+  // The first Python frame outside PyTorch's own package: the line a user can change.
   const Frame* pick = nullptr;
-  for (const auto& f : a.stack)
-    if (f.python) {
+  const Frame* first_python = nullptr;
+  for (const auto& f : a.stack) {
+    if (!f.python) continue;
+    if (!first_python) first_python = &f;
+    if (f.file.find("/torch/") == std::string::npos) {
       pick = &f;
       break;
     }
+  }
+  if (!pick) pick = first_python;
   if (!pick && !a.stack.empty()) pick = &a.stack.front();
   if (!pick) return "<no stack>";
   std::string where = basename_of(pick->file);

@@ -114,7 +114,8 @@ std::string fingerprint_of(const Finding& f);
 // earlier stream when it accessed; `earlier_clock`: the earlier access's clock there.
 void describe_missing_edge(Finding& f, uint32_t seen_clock, uint32_t earlier_clock);
 // "stage_1_and_2.py:949 in reduce_independent_p_g_buckets_and_remove_grads" for the first
-// Python frame, else the first frame; "<no stack>" when there is none.
+// Python frame outside PyTorch's own package (else the first Python frame, else the first
+// frame); "<no stack>" when there is none.
 std::string site_of(const Access& a);
 
 void to_json(nlohmann::json& j, const Frame& f);
