@@ -8,7 +8,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 scripts/install_deps.sh
 build="${STREAMRACE_BUILD_DIR:-build}"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTREAMRACE_BUILD_TESTS=OFF >/dev/null
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" --target streamrace -j"$(nproc)" >/dev/null
 default_trace="samples/traces/zero1-synthetic"
 [ -d samples/traces/deepspeed-0.14.2 ] && default_trace="samples/traces/deepspeed-0.14.2"
