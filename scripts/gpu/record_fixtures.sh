@@ -36,7 +36,8 @@ for case, exp in sorted(expected.items()):
     try:
         for f in json.loads(out.stdout).get("findings", []):
             short = {"read-after-write": "RAW", "write-after-read": "WAR", "write-after-write": "WAW"}
-            got.append((short.get(f["kind"], f["kind"]), f["confidence"], f["earlier"]["op"], f["later"]["op"]))
+            earlier, later = f["accesses"]  # the JSON report lists [earlier, later]
+            got.append((short.get(f["kind"], f["kind"]), f["confidence"], earlier["op"], later["op"]))
     except Exception as e:  # noqa: BLE001 - show whatever the CLI said
         got = [f"unreadable analyzer output: {e}: {out.stderr.strip()}"]
     flag = " (UNCONFIRMED)" if exp.get("unconfirmed") else ""
