@@ -7,7 +7,8 @@
 # traces, simulator) of the same schedules are recorded next to the GPU ones.
 #
 # Writes $OUT/replay_results.json and $OUT/replay_results.md (plus per-rank JSON, the IR and
-# the emitted traces under $OUT/replay/). Exit 0 when `none` corrupts and every fix is clean
+# the emitted traces under $OUT/replay/) with scripts/gpu/replay_results.py, after every stage
+# (stages not run yet are reported as not run). Exit 0 when `none` corrupts and every fix is clean
 # (the expected outcome), 1 otherwise.
 #
 # Environment: OUT (required or ./out), GPUS=2, STEPS=1000, COST_STEPS=300, DELAY_US=200,
@@ -72,6 +73,14 @@ run_variant() {  # stage variant delay_us steps tag
   echo "   stage $stage $variant ($tag, delay ${delay}us, $steps steps): $rcs rank(s) reported corruption or failed"
 }
 
+results() {  # written after every stage, so a batch cut short still leaves the stages it finished
+  local os=""
+  os=$( (. /etc/os-release && echo "$PRETTY_NAME") 2>/dev/null || true)
+  python3 "$ROOT/scripts/gpu/replay_results.py" "$WORK" "$OUT" "$STAGES" "$VARIANTS" "$DELAY_US" "$STEPS" "$COST_STEPS" \
+    --machine "os=$os" --machine "date=$(date -u +%Y-%m-%dT%H:%MZ)" \
+    --machine "nvidia-smi=$(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1)"
+}
+
 for stage in $STAGES; do
   echo "== stage $stage: IR and CPU verdicts"
   # The same schedules (with the delay spin ops) as IR JSON, per rank, and the CPU verdicts.
@@ -83,62 +92,8 @@ for stage in $STAGES; do
     run_variant "$stage" "$variant" "$DELAY_US" "$STEPS" delay
     run_variant "$stage" "$variant" 0 "$COST_STEPS" cost
   done
+  results >/dev/null || true
 done
 
 echo "== results"
-python3 - "$WORK" "$OUT" "$STAGES" "$VARIANTS" "$DELAY_US" "$STEPS" "$COST_STEPS" <<'PY'
-import json, os, sys
-work, out, stages, variants, delay, steps, cost_steps = sys.argv[1:8]
-stages = stages.split(); variants = variants.split()
-def load(p):
-    try:
-        with open(p) as f: return json.load(f)
-    except Exception as e:
-        return {"error": f"{p}: {e}"}
-rows, ok = [], True
-for st in stages:
-    cpu = load(os.path.join(work, f"cpu_stage{st}.json"))
-    cpu_by = {v.get("variant"): v for v in cpu.get("variants", [])} if "variants" in cpu else {}
-    for v in variants:
-        row = {"stage": int(st), "variant": v, "delay_us": int(delay)}
-        for tag in ("delay", "cost"):
-            ranks = [load(os.path.join(work, f"stage{st}-{v}-{tag}", f"rank{r}.json"))
-                     for r in range(64) if os.path.exists(os.path.join(work, f"stage{st}-{v}-{tag}", f"rank{r}.json"))]
-            row[tag] = ranks
-        d, c = row["delay"], row["cost"]
-        row["ranks"] = len(d)
-        row["corrupt_steps"] = sum(r.get("corrupt_steps", 0) for r in d)
-        row["corrupt_elements"] = sum(r.get("corrupt_elements", 0) for r in d)
-        row["steps"] = max([r.get("steps", 0) for r in d] or [0])
-        row["step_ms"] = max([r.get("step_ms_mean", 0) for r in c] or [0])
-        row["step_ms_p50"] = max([r.get("step_ms_p50", 0) for r in c] or [0])
-        row["collective_ms"] = max([r.get("collective_ms_mean", 0) for r in c] or [0])
-        row["overlap_pct"] = min([r.get("overlap_pct_mean", 0) for r in c] or [0])
-        a = cpu_by.get(v, {}).get("analyzer", {})
-        row["analyzer_certain"], row["analyzer_possible"] = a.get("certain"), a.get("possible")
-        s = cpu_by.get(v, {}).get("simulator", {})
-        row["cpu_sim_corrupt_steps"] = s.get("corrupt_steps")
-        failed = len(d) == 0 or any("error" in r for r in d + c)
-        expect_corrupt = v == "none"
-        good = (not failed) and ((row["corrupt_steps"] > 0) == expect_corrupt) and row["steps"] >= int(steps)
-        row["as_expected"] = good
-        ok &= good
-        rows.append(row)
-res = {"schema": "streamrace-replay-batch", "version": 1, "delay_us": int(delay), "steps": int(steps),
-       "cost_steps": int(cost_steps), "rows": rows, "as_expected": ok}
-with open(os.path.join(out, "replay_results.json"), "w") as f: json.dump(res, f, indent=2)
-base = {}
-for r in rows:
-    if r["variant"] == "none": base[r["stage"]] = r["step_ms"]
-lines = ["| stage | variant | GPU corrupt steps (delay %sus) | corrupt elements | analyzer certain/possible | CPU sim corrupt steps | step ms (no delay) | vs none | collective ms | overlap %% | as expected |" % delay,
-         "|---|---|---|---|---|---|---|---|---|---|---|"]
-for r in rows:
-    b = base.get(r["stage"]) or 0
-    rel = f"{(r['step_ms'] / b - 1) * 100:+.1f}%" if b else "n/a"
-    lines.append(f"| {r['stage']} | {r['variant']} | {r['corrupt_steps']}/{r['steps'] * max(r['ranks'], 1)} | {r['corrupt_elements']} | "
-                 f"{r['analyzer_certain']}/{r['analyzer_possible']} | {'-' if r['cpu_sim_corrupt_steps'] is None else r['cpu_sim_corrupt_steps']} | {r['step_ms']:.3f} | {rel} | "
-                 f"{r['collective_ms']:.3f} | {r['overlap_pct']:.1f} | {'yes' if r['as_expected'] else 'NO'} |")
-with open(os.path.join(out, "replay_results.md"), "w") as f: f.write("\n".join(lines) + "\n")
-print("\n".join(lines))
-sys.exit(0 if ok else 1)
-PY
+results  # scripts/gpu/replay_results.py (also re-runnable on a copied-back $OUT/replay)
