@@ -3,9 +3,12 @@
 //   streamrace replay zero --stage 1|2|3 --fix none|event|wait-stream|sync|all [--gpus N]
 //                          [--simulate] [--delay-us N] [--steps N] [--seed N] [--format text|json]
 //   streamrace replay trace DIR --apply-fix FINGERPRINT|all [--out DIR] [--format text|json]
-// Exit status: 0 all variants clean, 1 any races or corrupts data, 2 bad input.
+//                           [--max-rounds N] [--no-simulate]
+// Exit status: 0 all variants clean / every targeted finding gone and none new, 1 otherwise,
+// 2 bad input. `replay trace` edits the recorded traces record by record (trace_editor.h).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -19,6 +22,8 @@
 #include "replay/schedule_check.h"
 #include "replay/stream_simulator.h"
 #include "replay/timeline.h"
+#include "replay/trace_editor.h"
+#include "replay/trace_lifter.h"
 #include "replay/zero_replay.h"
 #include "traceformat/trace_file.h"
 
@@ -54,6 +59,8 @@ struct TraceArgs {
   std::string format = "text";
   uint32_t steps = 100;
   uint64_t seed = 1;
+  uint32_t max_rounds = 512;
+  bool no_simulate = false;
 };
 
 int bad(const std::string& what) {
@@ -170,11 +177,17 @@ int run_zero(const ZeroArgs& a) {
   return any ? kExitRaces : kExitClean;
 }
 
-// Simulator verdict on a lifted schedule: exhaustive when small, else seeded runs.
-std::string simulate_lifted(const Schedule& s, const TraceArgs& a, bool& corrupt) {
+// Simulator verdict on a trace, lifted into a schedule: exhaustive when small, else seeded
+// runs; traces whose schedule is larger than kSimulateCells are not simulated. The lifted
+// schedule leaves out what the IR does not model, so this is a second opinion, not the verdict.
+constexpr uint64_t kSimulateCells = 1u << 16;
+
+std::string simulate_trace(const std::string& path, const TraceArgs& a, bool& corrupt) {
   corrupt = false;
   try {
-    StreamSimulator sim(s);
+    auto lifted = lift_trace(path);
+    StreamSimulator sim(lifted.schedule);
+    if (sim.cells() > kSimulateCells) return fmt::format("not simulated ({} cells)", sim.cells());
     if (sim.cells() <= 4096) {
       auto r = sim.search(0, SearchLimits{500'000, true});
       corrupt = r.verdict == SearchResult::Verdict::kCorruptionFound;
@@ -190,7 +203,9 @@ std::string simulate_lifted(const Schedule& s, const TraceArgs& a, bool& corrupt
     corrupt = bad_runs > 0;
     return fmt::format("{}/{} seeded runs corrupt", bad_runs, a.steps);
   } catch (const std::invalid_argument& e) {
-    return std::string("not simulated: ") + e.what();
+    std::string why = e.what();
+    if (auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
+    return "not simulated (" + why + ")";
   }
 }
 
@@ -203,46 +218,53 @@ int run_trace(const TraceArgs& a) {
   } catch (const trace::TraceError& e) {
     return bad(e.what());
   }
-  TraceFixOptions o;
+  if (traces.empty()) return bad("no trace files in the input");
+  RecordFixOptions o;
   if (a.apply_fix != "all") {
     std::stringstream ss(a.apply_fix);
     std::string fp;
     while (std::getline(ss, fp, ',')) o.fingerprints.push_back(fp);
   }
+  o.max_rounds = a.max_rounds;
   o.out_dir = a.out.empty() ? (fs::path(a.inputs[0]).lexically_normal().string() + ".fixed") : a.out;
   if (fs::path(o.out_dir).has_filename() && fs::path(o.out_dir).filename() == ".fixed")
     o.out_dir = "streamrace-fixed";
-  TraceFixResult res;
+  RecordFixResult res;
   try {
-    res = apply_fixes_to_traces(traces, o);
+    res = apply_record_fixes(traces, o);
   } catch (const std::invalid_argument& e) {
     return bad(e.what());
   } catch (const trace::TraceError& e) {
     return bad(e.what());
-  } catch (const std::runtime_error& e) {
-    std::cerr << "streamrace replay: " << e.what() << "\n";
-    return kExitRaces;
+  } catch (const fs::filesystem_error& e) {
+    return bad(e.what());
   }
-  bool sim_bad = false;
   std::vector<std::pair<std::string, std::string>> sims;  // before, after per trace
-  for (const auto& t : res.traces) {
-    bool b = false, f = false;
-    auto before = simulate_lifted(t.original, a, b);
-    auto after = simulate_lifted(t.fixed, a, f);
-    sim_bad |= f;
-    sims.emplace_back(before, after);
+  if (!a.no_simulate) {
+    for (const auto& t : res.traces) {
+      bool b = false, f = false;
+      auto before = simulate_trace(t.source, a, b);
+      auto after = simulate_trace(t.edited, a, f);
+      sims.emplace_back(before, after);
+    }
   }
-  const bool fixed = res.remaining.empty() && res.introduced.empty() && !sim_bad;
+  const bool fixed = res.fixed();
   if (a.format == "json") {
     nlohmann::json traces_j = nlohmann::json::array();
     for (size_t i = 0; i < res.traces.size(); ++i) {
       const auto& t = res.traces[i];
       nlohmann::json w = t.warnings;
-      traces_j.push_back({{"source", t.source}, {"edited", t.edited}, {"edits", t.edits}, {"warnings", w},
-                          {"simulator_before", sims[i].first}, {"simulator_after", sims[i].second}});
+      nlohmann::json tj = {{"source", t.source}, {"edited", t.edited}, {"edits", t.edits}, {"warnings", w}};
+      if (!sims.empty()) {
+        tj["simulator_before"] = sims[i].first;
+        tj["simulator_after"] = sims[i].second;
+      }
+      traces_j.push_back(std::move(tj));
     }
     nlohmann::json j = {{"schema", "streamrace-replay"}, {"version", 1}, {"mode", "trace"},
+                        {"edit_level", "record"},
                         {"findings_before", res.before.findings.size()}, {"findings_after", res.after.findings.size()},
+                        {"rounds", res.rounds}, {"round_cap_hit", res.hit_round_cap},
                         {"targeted", res.targeted}, {"removed", res.removed}, {"remaining", res.remaining},
                         {"introduced", res.introduced}, {"traces", traces_j}, {"fixed", fixed}};
     std::cout << j.dump(2) << "\n";
@@ -250,14 +272,31 @@ int run_trace(const TraceArgs& a) {
   }
   std::cout << fmt::format("streamrace replay: {} trace(s), {} finding(s) before, {} targeted\n", res.traces.size(),
                            res.before.findings.size(), res.targeted.size());
-  std::string head = pad("trace", 28) + pad("edits", 7) + pad("simulator before", 36) + "simulator after";
-  std::cout << head << "\n" << std::string(head.size() + 20, '-') << "\n";
+  // Columns are as wide as their widest cell plus two spaces.
+  std::vector<std::vector<std::string>> rows = {{"trace", "edits"}};
+  if (!sims.empty()) rows[0].insert(rows[0].end(), {"simulator before", "simulator after"});
   for (size_t i = 0; i < res.traces.size(); ++i) {
-    const auto& t = res.traces[i];
-    std::cout << pad(fs::path(t.source).filename().string(), 28) << pad(std::to_string(t.edits), 7)
-              << pad(sims[i].first, 36) << sims[i].second << "\n";
-    for (const auto& w : t.warnings) std::cout << "  warning: " << w << "\n";
+    std::vector<std::string> row = {fs::path(res.traces[i].source).filename().string(),
+                                    std::to_string(res.traces[i].edits)};
+    if (!sims.empty()) row.insert(row.end(), {sims[i].first, sims[i].second});
+    rows.push_back(std::move(row));
   }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& r : rows)
+    for (size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+  size_t total = 0;
+  for (size_t c = 0; c < width.size(); ++c) total += width[c] + (c + 1 < width.size() ? 2 : 0);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    std::string line;
+    for (size_t c = 0; c < rows[r].size(); ++c)
+      line += c + 1 < rows[r].size() ? pad(rows[r][c], width[c] + 2) : rows[r][c];
+    std::cout << line << "\n";
+    if (r == 0) std::cout << std::string(total, '-') << "\n";
+    if (r > 0)
+      for (const auto& w : res.traces[r - 1].warnings) std::cout << "  warning: " << w << "\n";
+  }
+  std::cout << fmt::format("record-level edits: {} in {} round(s){}\n", res.total_edits(), res.rounds,
+                           res.hit_round_cap ? fmt::format(" (stopped at the cap of {} rounds)", o.max_rounds) : "");
   std::cout << fmt::format("analyzer after the edits: {} finding(s); removed {}, remaining {}, new {}\n",
                            res.after.findings.size(), res.removed.size(), res.remaining.size(), res.introduced.size());
   for (const auto& fp : res.remaining) std::cout << "  still racing: " << fp << "\n";
@@ -298,6 +337,9 @@ const RegisterCommand kRegister("replay", 60, [](CLI::App& app) -> std::function
   tr->add_option("--format", ta->format, "text or json")->default_val("text");
   tr->add_option("--steps", ta->steps, "seeded simulator runs when a trace is too large to search")->default_val(100);
   tr->add_option("--seed", ta->seed, "simulator seed")->default_val(1);
+  tr->add_option("--max-rounds", ta->max_rounds, "stop editing after this many rounds (one occurrence per finding each)")
+      ->default_val(512);
+  tr->add_flag("--no-simulate", ta->no_simulate, "leave out the CPU simulator's second opinion");
   return [zero, tr, za, ta]() {
     if (zero->parsed()) return run_zero(*za);
     if (tr->parsed()) return run_trace(*ta);

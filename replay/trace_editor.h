@@ -1,0 +1,103 @@
+// Record-level fix edits on recorded traces. Lifting a real recording into the schedule IR and
+// emitting it again loses what the IR does not model (host threads, host syncs, allocation
+// history, NCCL groups, ...), so re-analysing the emitted trace reports races the recording
+// never had. TraceEditor instead copies every record of the trace byte for byte and only
+// inserts the records of each fix: EventCreate + EventRecord(event, record_stream) right after
+// the call `after_seq`, StreamWaitEvent(wait_stream, event) right before the call `before_seq`.
+// Call seqs are renumbered densely in the new order.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analyzer/finding.h"
+#include "replay/schedule_check.h"
+#include "traceformat/trace_file.h"
+
+namespace streamrace::replay {
+
+// Synthetic event handles: kFixEventBase + n; the editor skips any the trace already uses.
+inline constexpr uint64_t kFixEventBase = 0x5EED0000'00000000ull;
+inline constexpr const char* kFixApiPrefix = "streamrace-fix:";
+
+class TraceEditor {
+ public:
+  // Reads the whole trace (throws trace::TraceError). Calls are put in the order the analyzer
+  // processes them (by seq, through the same reorder rule), other records stay where the
+  // analyzer would see them.
+  explicit TraceEditor(const std::string& path);
+
+  // Queues one edit; seqs are those of the trace as read. Throws std::invalid_argument when a
+  // seq is not a call of the trace or after_seq does not come before before_seq.
+  void add_edit(const analysis::FixEdit& edit);
+  size_t edits() const { return edits_.size(); }
+
+  // Writes the edited trace to `path` (created exclusively). Returns the records written.
+  uint64_t write(const std::string& path, trace::WriterOptions opts = {}) const;
+
+  const trace::TraceHeader& header() const { return header_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  uint64_t calls() const { return ncalls_; }
+  // The event handle the next edit will use.
+  uint64_t next_event() const { return next_event_; }
+
+ private:
+  struct Rec {
+    trace::RecordKind kind;
+    size_t offset, size;  // body bytes in arena_
+  };
+  struct Edit {
+    analysis::FixEdit fix;
+    uint64_t event;
+    size_t after_pos, before_pos;  // positions in order_
+  };
+
+  trace::TraceHeader header_;
+  std::vector<uint8_t> arena_;
+  std::vector<Rec> recs_;
+  std::vector<size_t> order_;     // indices into recs_ in output order
+  std::vector<std::pair<uint64_t, size_t>> pos_of_seq_;  // (seq, position in order_), sorted by seq
+  std::vector<Edit> edits_;
+  std::vector<std::string> warnings_;
+  uint64_t ncalls_ = 0;
+  uint64_t next_event_ = kFixEventBase;
+  uint32_t next_string_ = 1;
+  std::vector<std::pair<std::string, uint32_t>> strings_;  // texts the edits may reuse
+  std::vector<uint64_t> used_events_;  // sorted
+};
+
+// Applying fixes at the record level, round after round, to a set of traces analysed together.
+struct RecordFixOptions {
+  std::vector<std::string> fingerprints;  // empty: every finding of the input
+  std::string out_dir;                    // created; the edited traces are <stem>.fixed.srace
+  uint32_t max_rounds = 512;
+  bool keep_rounds = false;  // keep every round's traces (<stem>.round<N>.srace)
+};
+
+struct RecordFixResult {
+  struct PerTrace {
+    std::string source;
+    std::string edited;
+    size_t edits = 0;
+    std::vector<std::string> warnings;
+  };
+  std::vector<PerTrace> traces;
+  AnalyzerVerdict before;
+  AnalyzerVerdict after;
+  uint32_t rounds = 0;       // rounds that edited something
+  bool hit_round_cap = false;
+  std::vector<std::string> targeted, removed, remaining, introduced;
+  size_t total_edits() const {
+    size_t n = 0;
+    for (const auto& t : traces) n += t.edits;
+    return n;
+  }
+  bool fixed() const { return remaining.empty() && introduced.empty() && !hit_round_cap; }
+};
+
+// Throws std::invalid_argument when a requested fingerprint is not among the input's
+// findings or an edit does not fit its trace, trace::TraceError for unreadable traces.
+RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const RecordFixOptions& opts);
+
+}  // namespace streamrace::replay

@@ -1,0 +1,288 @@
+// Record-level fix edits (replay/trace_editor.h): every original record is kept, the fix's
+// EventCreate + EventRecord and StreamWaitEvent land exactly where the FixEdit says, seqs are
+// dense, and applying every fix to builder traces removes every finding without new ones.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+
+#include "bench/synthetic_workloads.h"
+#include "replay/schedule_check.h"
+#include "replay/trace_editor.h"
+#include "traceformat/trace_builder.h"
+
+using namespace streamrace::replay;
+namespace fs = std::filesystem;
+namespace tr = streamrace::trace;
+
+namespace {
+
+std::string temp_dir(const std::string& name) {
+  auto dir = fs::temp_directory_path() / ("streamrace_editor_" + std::to_string(::getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
+struct Call {
+  tr::RecordKind kind;
+  tr::CallInfo call;
+  uint64_t stream = 0, event = 0;
+};
+
+struct ReadBack {
+  tr::TraceHeader header;
+  std::vector<Call> calls;
+  std::map<uint32_t, std::string> strings;
+  std::vector<std::vector<uint8_t>> bodies;  // every record body, in file order
+};
+
+ReadBack read_back(const std::string& path) {
+  ReadBack rb;
+  tr::TraceReader r(path);
+  rb.header = r.header();
+  r.for_each([&](const tr::RecordView& v) {
+    rb.bodies.emplace_back(v.body.begin(), v.body.end());
+    switch (v.kind) {
+      case tr::RecordKind::kStringDef: {
+        auto t = v.tail<tr::StringDefHead>();
+        rb.strings[v.as<tr::StringDefHead>().id] = std::string(reinterpret_cast<const char*>(t.data()), t.size());
+        return;
+      }
+      case tr::RecordKind::kStackDef:
+      case tr::RecordKind::kKernelAccess:
+      case tr::RecordKind::kOpTiming:
+      case tr::RecordKind::kNotice:
+        return;
+      default:
+        break;
+    }
+    Call c{v.kind, {}};
+    std::memcpy(&c.call, v.body.data(), sizeof(c.call));
+    if (v.is<tr::EventCreate>()) c.event = v.as<tr::EventCreate>().event;
+    if (v.is<tr::EventRecord>()) c.event = v.as<tr::EventRecord>().event, c.stream = v.as<tr::EventRecord>().stream;
+    if (v.is<tr::StreamWaitEvent>())
+      c.event = v.as<tr::StreamWaitEvent>().event, c.stream = v.as<tr::StreamWaitEvent>().stream;
+    if (v.is<tr::Memset>()) c.stream = v.as<tr::Memset>().stream;
+    if (v.is<tr::Memcpy>()) c.stream = v.as<tr::Memcpy>().stream;
+    rb.calls.push_back(c);
+  });
+  return rb;
+}
+
+}  // namespace
+
+TEST(TraceEditor, InsertsTheRecordAndTheWaitExactlyWhereTheFixSays) {
+  const std::string dir = temp_dir("two_stream");
+  const std::string path = dir + "/rank0.srace";
+  uint64_t S1, S2, set_seq, copy_seq;
+  {
+    tr::TraceBuilder b(path, tr::TraceBuilder::default_header(0));
+    S1 = b.create_stream();
+    S2 = b.create_stream();
+    const uint64_t A = b.alloc(4096), B = b.alloc(4096);
+    b.at("train.py", 10, "produce");
+    set_seq = b.next_seq();
+    b.memset(S1, A, 4096);
+    b.at("train.py", 20, "consume");
+    copy_seq = b.next_seq();
+    b.memcpy(S2, B, A, 4096);  // reads A on another stream: RAW against the memset
+    b.at("train.py", 30, "tail");
+    b.stream_synchronize(S2);
+    b.finish();
+  }
+  auto before = analyze_traces({path});
+  ASSERT_EQ(before.findings.size(), 1u);
+  const auto& fe = before.findings[0].fix_edit;
+  EXPECT_EQ(fe.record_stream, S1);
+  EXPECT_EQ(fe.after_seq, set_seq);
+  EXPECT_EQ(fe.wait_stream, S2);
+  EXPECT_EQ(fe.before_seq, copy_seq);
+  ASSERT_EQ(before.findings[0].where.size(), 1u);
+  EXPECT_EQ(before.findings[0].where[0].trace, path);
+
+  TraceEditor ed(path);
+  EXPECT_EQ(ed.calls(), 7u);
+  ed.add_edit(fe);
+  const std::string out = dir + "/rank0.fixed.srace";
+  ed.write(out);
+
+  auto orig = read_back(path);
+  auto got = read_back(out);
+  EXPECT_EQ(got.header.host, orig.header.host);
+  EXPECT_EQ(got.header.rank, orig.header.rank);
+  EXPECT_EQ(got.header.producer, orig.header.producer + " (edited by streamrace replay: 1 fix edits)");
+  EXPECT_EQ(got.header.extra.at("streamrace_fix_edits"), "1");
+  ASSERT_EQ(got.calls.size(), orig.calls.size() + 3);
+  for (size_t i = 0; i < got.calls.size(); ++i) EXPECT_EQ(got.calls[i].call.seq, i) << "dense seqs";
+  const uint64_t ev = kFixEventBase;
+  // Calls up to the memset are unchanged; then the fix; then the copy and the rest.
+  const std::vector<tr::RecordKind> kinds = {
+      tr::RecordKind::kStreamCreate,  tr::RecordKind::kStreamCreate, tr::RecordKind::kAlloc,
+      tr::RecordKind::kAlloc,         tr::RecordKind::kMemset,       tr::RecordKind::kEventCreate,
+      tr::RecordKind::kEventRecord,   tr::RecordKind::kStreamWaitEvent, tr::RecordKind::kMemcpy,
+      tr::RecordKind::kStreamSynchronize};
+  ASSERT_EQ(got.calls.size(), kinds.size());
+  for (size_t i = 0; i < kinds.size(); ++i) EXPECT_EQ(got.calls[i].kind, kinds[i]) << i;
+  EXPECT_EQ(got.calls[5].event, ev);
+  EXPECT_EQ(got.calls[6].event, ev);
+  EXPECT_EQ(got.calls[6].stream, S1);
+  EXPECT_EQ(got.calls[7].event, ev);
+  EXPECT_EQ(got.calls[7].stream, S2);
+  // The inserted calls carry the stack and thread of the call they attach to, and a synthetic API name.
+  EXPECT_EQ(got.calls[5].call.stack_id, got.calls[4].call.stack_id);
+  EXPECT_EQ(got.calls[6].call.stack_id, got.calls[4].call.stack_id);
+  EXPECT_EQ(got.calls[7].call.stack_id, got.calls[8].call.stack_id);
+  EXPECT_NE(got.calls[4].call.stack_id, got.calls[8].call.stack_id);
+  EXPECT_EQ(got.strings.at(got.calls[5].call.api_id), "streamrace-fix:cudaEventCreate");
+  EXPECT_EQ(got.strings.at(got.calls[6].call.api_id), "streamrace-fix:cudaEventRecord");
+  EXPECT_EQ(got.strings.at(got.calls[7].call.api_id), "streamrace-fix:cudaStreamWaitEvent");
+  // Every original call is byte for byte the same except its seq.
+  const std::vector<size_t> kept = {0, 1, 2, 3, 4, 8, 9};
+  for (size_t i = 0; i < kept.size(); ++i) {
+    tr::CallInfo a = orig.calls[i].call, b = got.calls[kept[i]].call;
+    EXPECT_EQ(a.seq, i);
+    b.seq = a.seq;
+    EXPECT_EQ(std::memcmp(&a, &b, sizeof(a)), 0) << i;
+    EXPECT_EQ(orig.calls[i].stream, got.calls[kept[i]].stream);
+  }
+  // Non-call records (strings, stacks) are all still there, plus the three API names.
+  EXPECT_EQ(got.bodies.size(), orig.bodies.size() + 3 + 3);
+  EXPECT_TRUE(analyze_traces({out}).findings.empty());
+
+  // Edits that do not fit the trace are refused.
+  TraceEditor bad(path);
+  EXPECT_THROW(bad.add_edit({S1, 99, S2, copy_seq}), std::invalid_argument);
+  EXPECT_THROW(bad.add_edit({S1, copy_seq, S2, set_seq}), std::invalid_argument);
+  EXPECT_EQ(bad.edits(), 0u);
+  // A second round continues the fix event handles and reuses the API names.
+  TraceEditor again(out);
+  EXPECT_EQ(again.next_event(), ev + 1);
+}
+
+TEST(TraceEditor, CallsWrittenOutOfSeqOrderComeOutSortedAndDense) {
+  const std::string dir = temp_dir("out_of_order");
+  const std::string path = dir + "/rank0.srace";
+  {
+    // Two "thread buffers" flushed in the wrong order: seqs 2,3 in the first chunk, 0,1 after.
+    tr::TraceHeader h = tr::TraceBuilder::default_header(0);
+    tr::TraceWriter w(path, h);
+    tr::ChunkBuilder c1, c2;
+    auto ev = [](uint64_t seq, uint64_t e) {
+      tr::EventCreate r{};
+      r.call.seq = seq;
+      r.event = e;
+      return r;
+    };
+    c1.add(ev(2, 0x30));
+    c1.add(ev(3, 0x40));
+    c2.add(ev(0, 0x10));
+    c2.add(ev(1, 0x20));
+    w.write_chunk(c1);
+    w.write_chunk(c2);
+    w.close();
+  }
+  TraceEditor ed(path);
+  EXPECT_EQ(ed.calls(), 4u);
+  const std::string out = dir + "/copy.srace";
+  ed.write(out);
+  auto got = read_back(out);
+  ASSERT_EQ(got.calls.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(got.calls[i].call.seq, i);
+    EXPECT_EQ(got.calls[i].event, 0x10u * (i + 1));
+  }
+}
+
+TEST(TraceEditor, ApplyingEveryFixToZeroStage12RemovesEveryFindingWithoutNewOnes) {
+  const std::string dir = temp_dir("zero");
+  std::vector<std::string> paths;
+  for (int r = 0; r < 2; ++r) {
+    paths.push_back(dir + "/rank" + std::to_string(r) + ".srace");
+    tr::TraceBuilder b(paths.back(), tr::TraceBuilder::default_header(r));
+    streamrace::synthetic::ZeroConfig c;
+    c.fix = streamrace::synthetic::ZeroFix::kNone;
+    c.rank = r;
+    c.world = 2;
+    streamrace::synthetic::write_zero_stage12(b, c);
+  }
+  RecordFixOptions o;
+  o.out_dir = dir + "/fixed";
+  auto res = apply_record_fixes(paths, o);
+  // Two WAR findings (copy-back vs the next copy-in), counted per conflicting access pair (32
+  // and 16 over both ranks, half per rank). One edit orders several occurrences; one edit per
+  // finding per round, in where[0]'s trace (rank 0 until it is clean, then rank 1): 8 rounds,
+  // 8 edits per rank.
+  ASSERT_EQ(res.before.findings.size(), 2u);
+  const uint64_t occ[2] = {32, 16};
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& f = res.before.findings[i];
+    EXPECT_EQ(f.occurrences, occ[i]);
+    ASSERT_EQ(f.where.size(), 2u);
+    EXPECT_EQ(f.where[0].count, occ[i] / 2);
+    EXPECT_EQ(f.where[1].count, occ[i] / 2);
+  }
+  EXPECT_EQ(res.targeted.size(), res.before.findings.size());
+  EXPECT_EQ(res.removed.size(), res.before.findings.size());
+  EXPECT_TRUE(res.remaining.empty());
+  EXPECT_TRUE(res.introduced.empty());
+  EXPECT_TRUE(res.after.findings.empty());
+  EXPECT_FALSE(res.hit_round_cap);
+  EXPECT_TRUE(res.fixed());
+  EXPECT_EQ(res.rounds, 8u);
+  ASSERT_EQ(res.traces.size(), 2u);
+  EXPECT_EQ(res.traces[0].edits, 8u);
+  EXPECT_EQ(res.traces[1].edits, 8u);
+  for (const auto& t : res.traces) EXPECT_TRUE(fs::exists(t.edited)) << t.edited;
+  // Only the final traces stay in the output directory.
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(o.out_dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 2u);
+}
+
+TEST(TraceEditor, AFindingThatOccursFiveTimesTakesFiveEdits) {
+  const std::string dir = temp_dir("five");
+  const std::string path = dir + "/rank0.srace";
+  {
+    tr::TraceBuilder b(path, tr::TraceBuilder::default_header(0));
+    const uint64_t S1 = b.create_stream(), S2 = b.create_stream();
+    for (int i = 0; i < 5; ++i) {
+      const uint64_t A = b.alloc(4096), B = b.alloc(4096);
+      b.at("loop.py", 10, "produce");
+      b.memset(S1, A, 4096);
+      b.at("loop.py", 20, "consume");
+      b.memcpy(S2, B, A, 4096);
+      b.at("loop.py", 5, "step");
+    }
+    b.finish();
+  }
+  auto before = analyze_traces({path});
+  ASSERT_EQ(before.findings.size(), 1u);
+  EXPECT_EQ(before.findings[0].occurrences, 5u);
+  RecordFixOptions o;
+  o.out_dir = dir + "/fixed";
+  auto res = apply_record_fixes({path}, o);
+  EXPECT_EQ(res.rounds, 5u);
+  EXPECT_EQ(res.total_edits(), 5u);
+  EXPECT_TRUE(res.fixed());
+  EXPECT_TRUE(res.after.findings.empty());
+  auto got = read_back(res.traces[0].edited);
+  size_t records = 0, waits = 0;
+  for (const auto& c : got.calls) {
+    records += c.kind == tr::RecordKind::kEventRecord;
+    waits += c.kind == tr::RecordKind::kStreamWaitEvent;
+  }
+  EXPECT_EQ(records, 5u);
+  EXPECT_EQ(waits, 5u);
+  EXPECT_EQ(got.header.extra.at("streamrace_fix_edits"), "5");
+
+  // The round cap stops the loop and says so.
+  o.out_dir = dir + "/capped";
+  o.max_rounds = 2;
+  auto capped = apply_record_fixes({path}, o);
+  EXPECT_TRUE(capped.hit_round_cap);
+  EXPECT_EQ(capped.rounds, 2u);
+  EXPECT_EQ(capped.total_edits(), 2u);
+  EXPECT_FALSE(capped.fixed());
+  EXPECT_EQ(capped.remaining.size(), 1u);
+}
