@@ -203,7 +203,12 @@ std::string simulate_trace(const std::string& path, const TraceArgs& a, bool& co
     corrupt = bad_runs > 0;
     return fmt::format("{}/{} seeded runs corrupt", bad_runs, a.steps);
   } catch (const std::invalid_argument& e) {
+    // "schedule needs N memory cells ...": too large; say how large, nothing more.
     std::string why = e.what();
+    if (auto at = why.find("needs "); at != std::string::npos) {
+      unsigned long long cells = std::strtoull(why.c_str() + at + 6, nullptr, 10);
+      if (cells) return fmt::format("not simulated ({} cells)", cells);
+    }
     if (auto nl = why.find('\n'); nl != std::string::npos) why.resize(nl);
     return "not simulated (" + why + ")";
   }
