@@ -12,19 +12,6 @@ using namespace streamrace::trace;
 
 namespace {
 
-bool has_call_info(RecordKind k) {
-  switch (k) {
-    case RecordKind::kStringDef:
-    case RecordKind::kStackDef:
-    case RecordKind::kKernelAccess:
-    case RecordKind::kOpTiming:
-    case RecordKind::kNotice:
-      return false;
-    default:
-      return true;
-  }
-}
-
 const char* alloc_kind_name(uint8_t k) {
   switch (AllocKind(k)) {
     case AllocKind::kDevice: return "cudaMalloc";

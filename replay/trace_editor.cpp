@@ -16,19 +16,6 @@ using namespace streamrace::trace;
 
 namespace {
 
-bool has_call_info(RecordKind k) {
-  switch (k) {
-    case RecordKind::kStringDef:
-    case RecordKind::kStackDef:
-    case RecordKind::kKernelAccess:
-    case RecordKind::kOpTiming:
-    case RecordKind::kNotice:
-      return false;
-    default:
-      return true;
-  }
-}
-
 constexpr const char* kEditedTag = " (edited by streamrace replay: ";
 constexpr const char* kEditsKey = "streamrace_fix_edits";
 

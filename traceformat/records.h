@@ -57,6 +57,20 @@ enum class RecordKind : uint16_t {
 
 const char* record_kind_name(RecordKind kind);
 
+// Whether records of this kind start with CallInfo (come from one API call, carry a seq).
+constexpr bool has_call_info(RecordKind k) {
+  switch (k) {
+    case RecordKind::kStringDef:
+    case RecordKind::kStackDef:
+    case RecordKind::kKernelAccess:
+    case RecordKind::kOpTiming:
+    case RecordKind::kNotice:
+      return false;
+    default:
+      return true;
+  }
+}
+
 // Framing in front of every record body inside a chunk payload.
 struct RecordPrefix {
   uint16_t kind;
