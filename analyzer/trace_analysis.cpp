@@ -52,6 +52,7 @@ void TraceAnalysis::run() {
   summary_.rank = h.rank;
   summary_.capture_status = h.capture_status;
   summary_.mode = h.mode;
+  if (h.mode == "precise") collect_precise_accesses();
   if (h.capture_status != "ok")
     notices_.push_back({"error", path_,
                         "CUDA calls were not captured in this process (" + h.capture_status +
@@ -84,6 +85,19 @@ void TraceAnalysis::run() {
   summary_.truncated = reader.stats().truncated;
   if (summary_.rank < 0 && comm_rank_ >= 0) summary_.rank = comm_rank_;
   if (comm_rank_ >= 0) summary_.rank = comm_rank_;
+}
+
+void TraceAnalysis::collect_precise_accesses() {
+  // A launch's measured intervals reach the trace at the next synchronisation point, after
+  // calls that followed the launch; a first pass gathers them so the main pass can apply
+  // them where the launch happened.
+  TraceReader pre(path_);
+  pre.for_each([this](const RecordView& r) {
+    if (r.kind == RecordKind::kKernelAccess) {
+      KernelAccess ka = r.as<KernelAccess>();
+      precise_[ka.correlation].push_back(ka);
+    }
+  });
 }
 
 void TraceAnalysis::process(const RecordView& r) {
@@ -202,7 +216,7 @@ void TraceAnalysis::dispatch(RecordKind kind, std::span<const uint8_t> body) {
       on_memset(body_as<Memset>(body));
       return;
     case RecordKind::kKernelAccess:
-      return;  // precise tier: consumed with its launch (not produced by the default tier)
+      return;  // precise tier: gathered up front, applied with its launch (on_kernel)
     case RecordKind::kAlloc:
       on_alloc(body_as<Alloc>(body));
       return;
@@ -322,6 +336,27 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
   if (skip_captured(probe)) return;
   StreamState& s = hb_.begin_op(k.stream, k.call.thread);
   AccessEpoch base = epoch_for(k.call, s, OpKind::kKernel, k.name_id);
+  if (k.flags & kKernelPrecise) {
+    // Precise tier: the exact read and write intervals the device measured for this launch
+    // (none: it touched no global memory). An interval whose budget overflowed is a whole
+    // region with unknown direction, as in the default tier.
+    auto it = precise_.find(k.correlation);
+    if (it == precise_.end()) return;
+    for (const KernelAccess& ka : it->second) {
+      AccessEpoch e = base;
+      e.addr = ka.addr;
+      e.bytes = ka.bytes;
+      if (ka.overflowed) {
+        e.maybe_write = true;
+      } else {
+        e.write = ka.dir != AccessDir::kRead;
+        e.also_reads = ka.dir == AccessDir::kReadWrite;
+      }
+      apply_one(s, e);
+    }
+    precise_.erase(it);
+    return;
+  }
   base.maybe_write = true;
   size_t n = std::min<size_t>(k.nptrs, tail.size() / sizeof(uint64_t));
   for (size_t i = 0; i < n; ++i) {

@@ -43,6 +43,7 @@ class TraceAnalysis {
   };
 
   void process(const trace::RecordView& r);
+  void collect_precise_accesses();
   void dispatch(trace::RecordKind kind, std::span<const uint8_t> body);
   void on_memcpy(const trace::Memcpy& m);
   void on_memset(const trace::Memset& m);
@@ -71,6 +72,8 @@ class TraceAnalysis {
   uint64_t next_seq_ = 0;
   std::map<uint64_t, std::pair<trace::RecordKind, std::vector<uint8_t>>> reorder_;
   std::vector<trace::NcclCall> group_ops_;
+  // Precise tier: each launch's measured intervals, by correlation id.
+  std::unordered_map<uint64_t, std::vector<trace::KernelAccess>> precise_;
   // Length of the latest exact access starting at each address (kernel extents, see
   // AnalyzerOptions): the caching allocator reuses addresses, so the latest use counts.
   std::unordered_map<uint64_t, uint64_t> exact_extent_;
