@@ -48,6 +48,23 @@ std::set<std::string> fingerprints(const AnalyzerVerdict& v) {
   return out;
 }
 
+}  // namespace
+
+std::set<std::string> select_fix_targets(const AnalyzerVerdict& before, const std::vector<std::string>& requested) {
+  const auto before_fps = fingerprints(before);
+  if (requested.empty()) return before_fps;
+  std::set<std::string> targets;
+  for (const auto& fp : requested) {
+    if (!before_fps.count(fp))
+      throw std::invalid_argument(
+          fmt::format("fingerprint {} is not among the {} finding(s) of the input", fp, before_fps.size()));
+    targets.insert(fp);
+  }
+  return targets;
+}
+
+namespace {
+
 EmitOptions emit_options_for(const Schedule& s) {
   EmitOptions o;
   auto it = s.meta.find("source_mode");
@@ -61,17 +78,7 @@ TraceFixResult apply_fixes_to_traces(const std::vector<std::string>& traces, con
   TraceFixResult res;
   res.before = analyze_traces(traces);
   const auto before_fps = fingerprints(res.before);
-  std::set<std::string> targets;
-  if (opts.fingerprints.empty()) {
-    targets = before_fps;
-  } else {
-    for (const auto& fp : opts.fingerprints) {
-      if (!before_fps.count(fp))
-        throw std::invalid_argument(fmt::format("fingerprint {} is not among the {} finding(s) of the input", fp,
-                                                before_fps.size()));
-      targets.insert(fp);
-    }
-  }
+  const std::set<std::string> targets = select_fix_targets(res.before, opts.fingerprints);
   res.targeted.assign(targets.begin(), targets.end());
   fs::create_directories(opts.out_dir);
   std::vector<std::string> edited_paths;

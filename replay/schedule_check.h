@@ -3,6 +3,7 @@
 // edited schedules back as traces and analyze again.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct AnalyzerVerdict {
 };
 
 AnalyzerVerdict analyze_traces(const std::vector<std::string>& paths);
+// The fingerprints a fix run targets: every finding of `before` when `requested` is empty,
+// else `requested`, each of which must be one of them (std::invalid_argument otherwise).
+std::set<std::string> select_fix_targets(const AnalyzerVerdict& before, const std::vector<std::string>& requested);
 // Writes schedule r as dir/rank<r>.srace (dir is created) and analyzes them together.
 AnalyzerVerdict analyze_schedules(const std::vector<Schedule>& ranks, const std::string& dir,
                                   const EmitOptions& opts = {});

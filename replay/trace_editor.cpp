@@ -221,18 +221,9 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
 RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const RecordFixOptions& opts) {
   RecordFixResult res;
   res.before = analyze_traces(traces);
-  std::set<std::string> before_fps, targets;
+  std::set<std::string> before_fps;
   for (const auto& f : res.before.findings) before_fps.insert(f.fingerprint);
-  if (opts.fingerprints.empty()) {
-    targets = before_fps;
-  } else {
-    for (const auto& fp : opts.fingerprints) {
-      if (!before_fps.count(fp))
-        throw std::invalid_argument(fmt::format("fingerprint {} is not among the {} finding(s) of the input", fp,
-                                                before_fps.size()));
-      targets.insert(fp);
-    }
-  }
+  const std::set<std::string> targets = select_fix_targets(res.before, opts.fingerprints);
   res.targeted.assign(targets.begin(), targets.end());
   fs::create_directories(opts.out_dir);
   std::vector<std::string> cur = traces;
