@@ -368,8 +368,8 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     e.addr = p;
     e.bytes = al->base + al->bytes - p;  // extent unknown: from the pointer to the end...
     if (!opts_.kernel_extent_to_allocation_end) {
-      auto it = exact_extent_.find(p);  // ...unless an exact operation last used a range from here
-      if (it != exact_extent_.end() && it->second < e.bytes) e.bytes = it->second;
+      uint64_t used = exact_extent_.get(p);  // ...unless an exact operation last used a range from here
+      if (used != 0 && used < e.bytes) e.bytes = used;
     }
     apply_one(s, e);
   }
@@ -481,7 +481,7 @@ void TraceAnalysis::apply(StreamState& s, std::vector<AccessEpoch>& accesses) {
 }
 
 void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
-  if (!a.maybe_write && a.op != OpKind::kFree) exact_extent_[a.addr] = a.bytes;
+  if (!a.maybe_write && a.op != OpKind::kFree) exact_extent_.set(a.addr, a.bytes);
   {
     ++summary_.accesses;
     conflicts_.clear();

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyzer/address_length_map.h"
 #include "analyzer/analyzer.h"
 #include "analyzer/happens_before.h"
 #include "analyzer/shadow_memory.h"
@@ -76,7 +77,7 @@ class TraceAnalysis {
   std::unordered_map<uint64_t, std::vector<trace::KernelAccess>> precise_;
   // Length of the latest exact access starting at each address (kernel extents, see
   // AnalyzerOptions): the caching allocator reuses addresses, so the latest use counts.
-  std::unordered_map<uint64_t, uint64_t> exact_extent_;
+  AddressLengthMap exact_extent_;
   std::vector<PendingFinding> pending_;
   // Identity of a finding inside one trace: both sites and the shape of the conflict.
   struct SiteKey {
