@@ -30,6 +30,8 @@ struct RunArgs {
   int error_exitcode = kExitRaces;
   bool keep_going = false;
   bool no_color = false;
+  bool precise_requested = false;  // --precise[=all|auto|REGEX] was given
+  std::string precise;
   std::vector<std::string> command;
 };
 
@@ -87,7 +89,22 @@ bool make_dirs(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// Precise mode needs the Compute Sanitizer event source (tracer/precise/, built only with
+// -DSTREAMRACE_BUILD_PRECISE=ON); without it, say so before anything runs.
+int precise_unavailable() {
+#if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+  std::cerr << "streamrace: precise mode's Sanitizer sources are built, but libstreamrace.so does not start them "
+               "in traced processes in this version (see docs/precise-mode.md); run without --precise\n";
+#else
+  std::cerr << "streamrace: precise mode is not built into this streamrace; build it with cmake "
+               "-DSTREAMRACE_BUILD_PRECISE=ON -DSTREAMRACE_SANITIZER_ROOT=<dir with include/sanitizer.h> "
+               "(see docs/precise-mode.md)\n";
+#endif
+  return kExitBadInput;
+}
+
 int run_traced(const RunArgs& a) {
+  if (a.precise_requested) return precise_unavailable();
   if (a.command.empty()) {
     std::cerr << "streamrace run: no command given (streamrace run [options] -- cmd args...)\n";
     return kExitBadInput;
@@ -206,8 +223,15 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
       ->capture_default_str();
   sub->add_flag("--keep-going", args->keep_going, "Skip traces that cannot be read instead of failing");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
+  auto* precise = sub->add_option("--precise", args->precise,
+                                  "Exact kernel byte ranges through the Compute Sanitizer API: all, auto, or a "
+                                  "kernel-name regex (needs a streamrace built with STREAMRACE_BUILD_PRECISE)")
+                      ->expected(0, 1);
   sub->add_option("command", args->command, "The command to trace, after --")->required();
-  return [args]() { return run_traced(*args); };
+  return [args, precise]() {
+    args->precise_requested = precise->count() > 0;
+    return run_traced(*args);
+  };
 });
 
 }  // namespace

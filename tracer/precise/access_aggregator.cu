@@ -1,0 +1,108 @@
+// Device side of precise mode: the callback the Sanitizer API inserts before every global
+// load, store and atomic of a patched kernel (SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS).
+// Built by nvcc in tools-patch mode (--fatbin --compile-as-tools-patch) into a fatbin the
+// session loads with sanitizerAddPatchesFromFile; see tracer/CMakeLists.txt.
+//
+// Nothing is logged per access. The warp's threads that touch the same granule in the same
+// direction combine their byte ranges with shuffles, and one of them folds the
+// result into the launch's LaunchIntervals slot (interval_buffer.h) with atomicMax. The
+// slot is the launch's callback data (sanitizerSetLaunchCallbackData); launches that are
+// not selected get none and return at once.
+#include <sanitizer_patching.h>
+
+#include <cstdint>
+
+#include "tracer/precise/interval_buffer.h"
+
+using streamrace::tracer::precise::GranuleEntry;
+using streamrace::tracer::precise::kDirRead;
+using streamrace::tracer::precise::kDirWrite;
+using streamrace::tracer::precise::kMaxGranules;
+using streamrace::tracer::precise::LaunchIntervals;
+
+static_assert((kMaxGranules & (kMaxGranules - 1)) == 0, "the probe below needs a power of two");
+
+namespace {
+
+using ull = unsigned long long;
+
+__device__ __forceinline__ ull* as_ull(uint64_t* p) { return reinterpret_cast<ull*>(p); }
+
+__device__ __forceinline__ uint32_t lane_id() {
+  uint32_t lane;
+  asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane));
+  return lane;
+}
+
+// The slot entry of granule `key`, claimed if new; nullptr when every entry holds another
+// granule (the access then goes to the overflow hull).
+__device__ GranuleEntry* find_entry(LaunchIntervals* slot, uint64_t key) {
+  const ull want = ull(key) + 1;
+  const uint32_t start = uint32_t((key * 0x9E3779B97F4A7C15ull) >> 40) & (kMaxGranules - 1);
+  for (uint32_t i = 0; i < kMaxGranules; ++i) {
+    GranuleEntry* e = &slot->entries[(start + i) & (kMaxGranules - 1)];
+    ull seen = *reinterpret_cast<volatile ull*>(&e->key_plus1);
+    if (seen == want) return e;
+    if (seen == 0) {
+      seen = atomicCAS(as_ull(&e->key_plus1), 0ull, want);
+      if (seen == 0 || seen == want) return e;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_global_access(void* userdata, uint64_t pc, void* ptr,
+                                                                                 uint32_t accessSize, uint32_t flags,
+                                                                                 const void* pData) {
+  (void)pc;
+  (void)pData;
+  auto* slot = static_cast<LaunchIntervals*>(userdata);
+  if (slot == nullptr) return SANITIZER_PATCH_SUCCESS;
+  if (flags & SANITIZER_MEMORY_DEVICE_FLAG_PREFETCH) return SANITIZER_PATCH_SUCCESS;  // moves no data
+  uint32_t dirs = flags & (SANITIZER_MEMORY_DEVICE_FLAG_READ | SANITIZER_MEMORY_DEVICE_FLAG_WRITE);
+  if (dirs == 0) dirs = kDirRead | kDirWrite;  // direction not stated: assume both
+
+  const uint64_t addr = reinterpret_cast<uint64_t>(ptr);
+  const uint32_t shift = slot->granule_shift;
+  const uint64_t key = addr >> shift;
+  const uint64_t granule_base = key << shift;
+
+  // Threads of this warp on the same granule with the same direction reduce together.
+  const uint32_t active = __activemask();
+  const uint32_t peers = __match_any_sync(active, (ull(key) << 2) | dirs);
+  // Tools-patch code may not use the redux instructions behind __reduce_*_sync, so the
+  // reduction is a walk over the active lanes with shuffles that every active lane joins.
+  const uint32_t off_lo = uint32_t(addr - granule_base);  // granule_shift <= 31
+  const uint32_t off_hi = off_lo + accessSize;
+  uint32_t lo = off_lo, hi = off_hi;
+  for (uint32_t rest = active; rest != 0; rest &= rest - 1) {
+    const int src = __ffs(rest) - 1;
+    const uint32_t other_lo = __shfl_sync(active, off_lo, src);
+    const uint32_t other_hi = __shfl_sync(active, off_hi, src);
+    if (peers & (1u << src)) {
+      lo = min(lo, other_lo);
+      hi = max(hi, other_hi);
+    }
+  }
+  if (lane_id() != uint32_t(__ffs(peers) - 1)) return SANITIZER_PATCH_SUCCESS;
+
+  const ull first = granule_base + lo;
+  const ull end = granule_base + hi;
+  if (GranuleEntry* e = find_entry(slot, key)) {
+    if (dirs & kDirRead) {
+      atomicMax(as_ull(&e->read_lo_inv), ~first);
+      atomicMax(as_ull(&e->read_hi), end);
+    }
+    if (dirs & kDirWrite) {
+      atomicMax(as_ull(&e->write_lo_inv), ~first);
+      atomicMax(as_ull(&e->write_hi), end);
+    }
+  } else {
+    atomicOr(&slot->overflow_dirs, dirs);
+    atomicMax(as_ull(&slot->overflow_lo_inv), ~first);
+    atomicMax(as_ull(&slot->overflow_hi), end);
+  }
+  return SANITIZER_PATCH_SUCCESS;
+}

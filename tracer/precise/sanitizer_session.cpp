@@ -1,0 +1,356 @@
+// SanitizerSession: see sanitizer_session.h.
+#include "tracer/precise/sanitizer_session.h"
+
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+#include <cxxabi.h>
+#include <dlfcn.h>
+#include <sanitizer.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <unordered_map>
+#include <vector>
+
+#include "tracer/precise/interval_conversion.h"
+#include "tracer/trace_recorder.h"
+
+namespace streamrace::tracer::precise {
+
+// The handler's callback ids are CUPTI's; the Sanitizer API must number them the same way.
+// (Checked for every id both headers of CUDA 13.0 define; a few samples here keep it so.)
+static_assert(int(SANITIZER_CBID_RUNTIME_API_cudaLaunchKernel) == int(CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+static_assert(int(SANITIZER_CBID_RUNTIME_API___cudaLaunchKernel) ==
+              int(CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000));
+static_assert(int(SANITIZER_CBID_RUNTIME_API_cudaMemcpyAsync) == int(CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020));
+static_assert(int(SANITIZER_CBID_RUNTIME_API_cudaStreamWaitEvent) ==
+              int(CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020));
+static_assert(int(SANITIZER_CBID_RUNTIME_API_cudaFreeAsync) == int(CUPTI_RUNTIME_TRACE_CBID_cudaFreeAsync_v11020));
+static_assert(int(SANITIZER_CBID_DRIVER_API_cuLaunchKernel) == int(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+static_assert(int(SANITIZER_CBID_DRIVER_API_cuLaunchKernelEx) == int(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));
+static_assert(int(SANITIZER_CBID_DRIVER_API_cuMemMap) == int(CUPTI_DRIVER_TRACE_CBID_cuMemMap));
+static_assert(int(SANITIZER_CBID_DRIVER_API_cuMemFreeAsync) == int(CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync));
+
+namespace {
+
+constexpr const char* kDeviceCallback = "streamrace_global_access";
+
+struct SanitizerFns {
+  decltype(&sanitizerSubscribe) subscribe = nullptr;
+  decltype(&sanitizerEnableCallback) enable_callback = nullptr;
+  decltype(&sanitizerAddPatchesFromFile) add_patches_from_file = nullptr;
+  decltype(&sanitizerPatchInstructions) patch_instructions = nullptr;
+  decltype(&sanitizerPatchModule) patch_module = nullptr;
+  decltype(&sanitizerSetLaunchCallbackData) set_launch_data = nullptr;
+  decltype(&sanitizerAlloc) alloc = nullptr;
+  decltype(&sanitizerFree) free = nullptr;
+  decltype(&sanitizerMemcpyHostToDeviceAsync) copy_to_device = nullptr;
+  decltype(&sanitizerMemcpyDeviceToHost) copy_to_host = nullptr;
+  decltype(&sanitizerStreamSynchronize) stream_sync = nullptr;
+  decltype(&sanitizerGetResultString) result_string = nullptr;
+};
+SanitizerFns g_fn;
+
+// One patched launch whose slot has not been read back yet.
+struct Pending {
+  uint32_t slot;
+  uint64_t correlation;
+  Sanitizer_StreamHandle stream;
+};
+
+// A context's ring of LaunchIntervals slots, allocated at the first selected launch.
+struct ContextState {
+  bool patches_loaded = false;
+  bool patches_failed = false;
+  LaunchIntervals* ring = nullptr;  // device memory
+  std::vector<uint32_t> free_slots;
+  std::vector<Pending> pending;
+};
+
+struct State {
+  CudaCallHandler* handler = nullptr;
+  SanitizerOptions options;
+  std::mutex mu;
+  std::unordered_map<CUcontext, ContextState> contexts;
+  std::unique_ptr<LaunchIntervals> empty_slot;  // the image a slot is reset to; never changes
+  std::atomic<uint32_t> next_correlation{1};
+};
+std::atomic<State*> g_state{nullptr};
+
+// The correlation id of this thread's outermost API call in progress (ApiCall carries
+// CUPTI's 32-bit ids; the session numbers calls itself, skipping 0 when the count wraps).
+thread_local uint32_t t_api_depth = 0;
+thread_local uint32_t t_correlation = 0;
+
+void notice(State& st, const std::string& text) {
+  st.handler->recorder().add_notice(trace::NoticeLevel::kWarning, "precise mode: " + text);
+}
+
+std::string result_text(SanitizerResult r) {
+  const char* s = nullptr;
+  if (g_fn.result_string) g_fn.result_string(r, &s);
+  return s ? s : "error " + std::to_string(int(r));
+}
+
+// Copies back and converts the slots of `which` pending launches; resets and frees them. The
+// launches must have finished (their stream or context was synchronised). Requires st.mu.
+template <typename Pred>
+void collect_locked(State& st, ContextState& cs, Pred which) {
+  if (cs.ring == nullptr) return;
+  std::vector<Pending> keep;
+  std::set<Sanitizer_StreamHandle> reset_streams;
+  LaunchIntervals host{};
+  for (const Pending& p : cs.pending) {
+    if (!which(p)) {
+      keep.push_back(p);
+      continue;
+    }
+    LaunchIntervals* dev = cs.ring + p.slot;
+    SanitizerResult r = g_fn.copy_to_host(&host, dev, sizeof host, p.stream);
+    if (r == SANITIZER_SUCCESS) {
+      for (const trace::KernelAccess& a : slot_to_accesses(host, p.correlation)) st.handler->recorder().add(a);
+    } else {
+      notice(st, "reading back the access intervals of launch " + std::to_string(p.correlation) +
+                     " failed (" + result_text(r) + "); that launch has no exact ranges");
+    }
+    g_fn.copy_to_device(dev, st.empty_slot.get(), sizeof(LaunchIntervals), p.stream);
+    reset_streams.insert(p.stream);
+    cs.free_slots.push_back(p.slot);
+  }
+  cs.pending.swap(keep);
+  // A freed slot may next serve a launch on another stream: its reset must be complete.
+  for (Sanitizer_StreamHandle s : reset_streams) g_fn.stream_sync(s);
+}
+
+void collect_context_locked(State& st, ContextState& cs) {
+  std::set<Sanitizer_StreamHandle> streams;
+  for (const Pending& p : cs.pending) streams.insert(p.stream);
+  for (Sanitizer_StreamHandle s : streams) g_fn.stream_sync(s);
+  collect_locked(st, cs, [](const Pending&) { return true; });
+}
+
+bool ensure_ring_locked(State& st, CUcontext ctx, ContextState& cs, Sanitizer_StreamHandle stream) {
+  if (cs.ring) return true;
+  const size_t bytes = size_t(st.options.ring_slots) * sizeof(LaunchIntervals);
+  void* dev = nullptr;
+  SanitizerResult r = g_fn.alloc(ctx, &dev, bytes);
+  if (r != SANITIZER_SUCCESS || dev == nullptr) {
+    notice(st, "cannot allocate " + std::to_string(bytes) + " bytes of device memory for the access intervals (" +
+                   result_text(r) + "); kernels of this context keep pointer-argument precision");
+    return false;
+  }
+  cs.ring = static_cast<LaunchIntervals*>(dev);
+  for (uint32_t i = 0; i < st.options.ring_slots; ++i) {
+    g_fn.copy_to_device(cs.ring + i, st.empty_slot.get(), sizeof(LaunchIntervals), stream);
+    cs.free_slots.push_back(st.options.ring_slots - 1 - i);
+  }
+  g_fn.stream_sync(stream);  // later launches on other streams must see initialised slots
+  return true;
+}
+
+std::string demangle(const char* name) {
+  if (name == nullptr) return {};
+  int status = 0;
+  char* d = abi::__cxa_demangle(name, nullptr, nullptr, &status);
+  std::string out = status == 0 && d ? d : "";
+  std::free(d);
+  return out;
+}
+
+void on_api(State& st, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid, const Sanitizer_CallbackData* cb) {
+  ApiCall call;
+  call.domain = domain == SANITIZER_CB_DOMAIN_RUNTIME_API ? ApiDomain::kRuntime : ApiDomain::kDriver;
+  call.enter = cb->callbackSite == SANITIZER_API_ENTER;
+  call.cbid = cbid;
+  call.symbol_name = cb->symbolName;
+  call.params = cb->functionParams;
+  call.result = (!call.enter && cb->functionReturnValue) ? *static_cast<const int32_t*>(cb->functionReturnValue) : 0;
+  call.context = reinterpret_cast<uint64_t>(cb->context);
+  if (call.enter && t_api_depth++ == 0) {
+    do {
+      t_correlation = st.next_correlation.fetch_add(1, std::memory_order_relaxed);
+    } while (t_correlation == 0);
+  }
+  call.correlation = t_correlation;
+  st.handler->on_call(call);
+  if (!call.enter && t_api_depth > 0) --t_api_depth;
+}
+
+void on_module_loaded(State& st, const Sanitizer_ResourceModuleData* m) {
+  std::lock_guard lock(st.mu);
+  ContextState& cs = st.contexts[m->context];
+  if (cs.patches_failed) return;
+  if (!cs.patches_loaded) {
+    SanitizerResult r = g_fn.add_patches_from_file(st.options.patches_path.c_str(), m->context);
+    if (r != SANITIZER_SUCCESS) {
+      cs.patches_failed = true;
+      notice(st, "cannot load the device callbacks from " + st.options.patches_path + " (" + result_text(r) +
+                     "); kernels of this context keep pointer-argument precision");
+      return;
+    }
+    cs.patches_loaded = true;
+  }
+  SanitizerResult r = g_fn.patch_instructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, m->module, kDeviceCallback);
+  if (r == SANITIZER_SUCCESS) r = g_fn.patch_module(m->module);
+  if (r != SANITIZER_SUCCESS) notice(st, "a module could not be patched (" + result_text(r) + ")");
+}
+
+void on_launch_begin(State& st, const Sanitizer_LaunchData* l) {
+  std::string demangled = demangle(l->functionName);
+  const char* mangled = l->functionName ? l->functionName : "";
+  void* data = nullptr;
+  // A launch outside any API call the handler saw has no launch record to attach ranges to.
+  if (t_api_depth > 0 && st.options.selector.should_patch(mangled, demangled)) {
+    std::lock_guard lock(st.mu);
+    ContextState& cs = st.contexts[l->context];
+    if (cs.patches_loaded && ensure_ring_locked(st, l->context, cs, l->hStream)) {
+      // Every slot is waiting for a synchronisation the program has not made yet: make one.
+      if (cs.free_slots.empty()) collect_context_locked(st, cs);
+      if (!cs.free_slots.empty()) {
+        uint32_t slot = cs.free_slots.back();
+        cs.free_slots.pop_back();
+        cs.pending.push_back(Pending{slot, t_correlation, l->hStream});
+        data = cs.ring + slot;
+      }
+    }
+  }
+  // Patched modules run the device callback in every kernel; without data it returns at once.
+  g_fn.set_launch_data(l->hLaunch, l->function, l->hStream, data);
+}
+
+void SANITIZERAPI on_callback(void* userdata, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid,
+                              const void* data) {
+  State* st = static_cast<State*>(userdata);
+  if (st == nullptr || data == nullptr) return;
+  switch (domain) {
+    case SANITIZER_CB_DOMAIN_RUNTIME_API:
+    case SANITIZER_CB_DOMAIN_DRIVER_API:
+      on_api(*st, domain, cbid, static_cast<const Sanitizer_CallbackData*>(data));
+      return;
+    case SANITIZER_CB_DOMAIN_RESOURCE:
+      if (cbid == SANITIZER_CBID_RESOURCE_MODULE_LOADED) {
+        on_module_loaded(*st, static_cast<const Sanitizer_ResourceModuleData*>(data));
+      } else if (cbid == SANITIZER_CBID_RESOURCE_STREAM_DESTROY_STARTING) {
+        auto* s = static_cast<const Sanitizer_ResourceStreamData*>(data);
+        std::lock_guard lock(st->mu);
+        auto it = st->contexts.find(s->context);
+        if (it == st->contexts.end()) return;
+        bool any = false;
+        for (const Pending& p : it->second.pending) any |= p.stream == s->hStream;
+        if (!any) return;
+        g_fn.stream_sync(s->hStream);
+        collect_locked(*st, it->second, [&](const Pending& p) { return p.stream == s->hStream; });
+      } else if (cbid == SANITIZER_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) {
+        auto* c = static_cast<const Sanitizer_ResourceContextData*>(data);
+        std::lock_guard lock(st->mu);
+        auto it = st->contexts.find(c->context);
+        if (it == st->contexts.end()) return;
+        collect_context_locked(*st, it->second);
+        if (it->second.ring) g_fn.free(c->context, it->second.ring);
+        st->contexts.erase(it);
+      }
+      return;
+    case SANITIZER_CB_DOMAIN_LAUNCH:
+      if (cbid == SANITIZER_CBID_LAUNCH_BEGIN) on_launch_begin(*st, static_cast<const Sanitizer_LaunchData*>(data));
+      return;
+    case SANITIZER_CB_DOMAIN_SYNCHRONIZE: {
+      auto* s = static_cast<const Sanitizer_SynchronizeData*>(data);
+      std::lock_guard lock(st->mu);
+      auto it = st->contexts.find(s->context);
+      if (it == st->contexts.end()) return;
+      if (cbid == SANITIZER_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED) {
+        collect_locked(*st, it->second, [](const Pending&) { return true; });
+      } else if (cbid == SANITIZER_CBID_SYNCHRONIZE_STREAM_SYNCHRONIZED) {
+        collect_locked(*st, it->second, [&](const Pending& p) { return p.stream == s->hStream; });
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+template <typename F>
+void find(void* lib, F& fn, const char* name) {
+  fn = reinterpret_cast<F>(dlsym(lib, name));
+}
+
+}  // namespace
+
+bool SanitizerSession::load() {
+  if (lib_) return true;
+  const char* candidates[] = {"libsanitizer-public.so", "/usr/local/cuda/compute-sanitizer/libsanitizer-public.so"};
+  void* lib = dlopen("libsanitizer-public.so", RTLD_NOW | RTLD_NOLOAD);
+  for (const char* c : candidates) {
+    if (lib) break;
+    lib = dlopen(c, RTLD_NOW | RTLD_LOCAL);
+  }
+  if (!lib) return false;
+  find(lib, g_fn.subscribe, "sanitizerSubscribe");
+  find(lib, g_fn.enable_callback, "sanitizerEnableCallback");
+  find(lib, g_fn.add_patches_from_file, "sanitizerAddPatchesFromFile");
+  find(lib, g_fn.patch_instructions, "sanitizerPatchInstructions");
+  find(lib, g_fn.patch_module, "sanitizerPatchModule");
+  find(lib, g_fn.set_launch_data, "sanitizerSetLaunchCallbackData");
+  find(lib, g_fn.alloc, "sanitizerAlloc");
+  find(lib, g_fn.free, "sanitizerFree");
+  find(lib, g_fn.copy_to_device, "sanitizerMemcpyHostToDeviceAsync");
+  find(lib, g_fn.copy_to_host, "sanitizerMemcpyDeviceToHost");
+  find(lib, g_fn.stream_sync, "sanitizerStreamSynchronize");
+  find(lib, g_fn.result_string, "sanitizerGetResultString");
+  if (!g_fn.subscribe || !g_fn.enable_callback || !g_fn.add_patches_from_file || !g_fn.patch_instructions ||
+      !g_fn.patch_module || !g_fn.set_launch_data || !g_fn.alloc || !g_fn.free || !g_fn.copy_to_device ||
+      !g_fn.copy_to_host || !g_fn.stream_sync)
+    return false;
+  lib_ = lib;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(g_fn.subscribe), &info) && info.dli_fname) path_ = info.dli_fname;
+  return true;
+}
+
+std::string SanitizerSession::start(CudaCallHandler& handler, SanitizerOptions options) {
+  if (subscriber_) return "";
+  if (!load()) return "sanitizer-unavailable: libsanitizer-public.so (with the patching API) could not be loaded";
+  if (options.granule_shift > 31) return "sanitizer-bad-option: granule_shift must be at most 31";
+  if (options.ring_slots == 0) return "sanitizer-bad-option: ring_slots must be positive";
+  auto* st = new State();  // lives as long as the process (callbacks may come until exit)
+  st->handler = &handler;
+  st->options = std::move(options);
+  st->empty_slot = std::make_unique<LaunchIntervals>();
+  std::memset(st->empty_slot.get(), 0, sizeof(LaunchIntervals));
+  st->empty_slot->granule_shift = st->options.granule_shift;
+
+  Sanitizer_SubscriberHandle sub = nullptr;
+  SanitizerResult rc = g_fn.subscribe(&sub, on_callback, st);
+  if (rc != SANITIZER_SUCCESS) {
+    delete st;
+    return "sanitizer-subscribe-failed: " + result_text(rc);
+  }
+  subscriber_ = sub;
+  g_state.store(st, std::memory_order_release);
+  // Ids the Sanitizer API does not know (legacy calls CUDA 13 dropped) are refused; harmless.
+  for (uint32_t cb : CudaCallHandler::runtime_cbids())
+    g_fn.enable_callback(1, sub, SANITIZER_CB_DOMAIN_RUNTIME_API, Sanitizer_CallbackId(cb));
+  for (uint32_t cb : CudaCallHandler::driver_cbids())
+    g_fn.enable_callback(1, sub, SANITIZER_CB_DOMAIN_DRIVER_API, Sanitizer_CallbackId(cb));
+  g_fn.enable_callback(1, sub, SANITIZER_CB_DOMAIN_RESOURCE, SANITIZER_CBID_RESOURCE_MODULE_LOADED);
+  g_fn.enable_callback(1, sub, SANITIZER_CB_DOMAIN_RESOURCE, SANITIZER_CBID_RESOURCE_STREAM_DESTROY_STARTING);
+  g_fn.enable_callback(1, sub, SANITIZER_CB_DOMAIN_RESOURCE, SANITIZER_CBID_RESOURCE_CONTEXT_DESTROY_STARTING);
+  g_fn.enable_callback(1, sub, SANITIZER_CB_DOMAIN_LAUNCH, SANITIZER_CBID_LAUNCH_BEGIN);
+  g_fn.enable_callback(1, sub, SANITIZER_CB_DOMAIN_SYNCHRONIZE, SANITIZER_CBID_SYNCHRONIZE_STREAM_SYNCHRONIZED);
+  g_fn.enable_callback(1, sub, SANITIZER_CB_DOMAIN_SYNCHRONIZE, SANITIZER_CBID_SYNCHRONIZE_CONTEXT_SYNCHRONIZED);
+  return "";
+}
+
+void SanitizerSession::collect_all() {
+  State* st = g_state.load(std::memory_order_acquire);
+  if (st == nullptr) return;
+  std::lock_guard lock(st->mu);
+  for (auto& [ctx, cs] : st->contexts) collect_context_locked(*st, cs);
+}
+
+}  // namespace streamrace::tracer::precise

@@ -1,0 +1,53 @@
+// SanitizerSession: precise mode's event source. The Compute Sanitizer API and CUPTI cannot
+// both subscribe in one process, so in precise mode this session replaces CuptiSession:
+//
+//   - Runtime and driver API callbacks. The Sanitizer API numbers its runtime and driver
+//     callback ids as CUPTI does and passes the same generated *_params structs, so each
+//     callback becomes the same ApiCall and goes to the same CudaCallHandler, which writes
+//     the same records (launch, memcpy, memset, events, stream wait, synchronize,
+//     allocations, streams, graphs) as in the default mode. Sanitizer callbacks carry no
+//     correlation id: the session numbers each outermost API call itself.
+//   - Resource callbacks: module loads (the module is patched), stream and context
+//     destruction (pending results of their launches are collected first).
+//   - Launch callbacks: a selected kernel's launch gets a LaunchIntervals slot of the
+//     context's ring as its callback data; the patched code aggregates into it.
+//   - Synchronize callbacks: at a stream or context synchronisation the slots of the
+//     finished launches are copied back, turned into KernelAccess records
+//     (slot_to_accesses) and reset.
+//
+// The Sanitizer library is loaded at run time (dlopen), as CUPTI is.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "tracer/cuda_call_handler.h"
+#include "tracer/precise/interval_buffer.h"
+#include "tracer/precise/kernel_selection.h"
+
+namespace streamrace::tracer::precise {
+
+struct SanitizerOptions {
+  KernelSelector selector = KernelSelector::all();
+  std::string patches_path;       // the fatbin built from access_aggregator.cu
+  uint32_t ring_slots = 1024;     // LaunchIntervals slots per context
+  uint32_t granule_shift = kDefaultGranuleShift;
+};
+
+class SanitizerSession {
+ public:
+  // Subscribes and enables the callbacks. Returns "" on success, else why CUDA calls cannot
+  // be captured this way.
+  std::string start(CudaCallHandler& handler, SanitizerOptions options);
+  // Waits for every stream with uncollected launches and writes their records (process exit).
+  void collect_all();
+  std::string library_path() const { return path_; }
+
+ private:
+  bool load();
+  void* lib_ = nullptr;
+  void* subscriber_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace streamrace::tracer::precise
