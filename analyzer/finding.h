@@ -90,6 +90,9 @@ struct TraceSummary {
   int64_t pid = 0;
   int rank = -1;
   std::string capture_status;
+  // The process's CUDA calls were not captured (another tool held CUPTI, ...): its trace
+  // can show no race, so it can never make a run clean.
+  bool blind() const { return !capture_status.empty() && capture_status != "ok"; }
   std::string mode;
   uint64_t records = 0;
   uint64_t accesses = 0;
@@ -103,6 +106,11 @@ struct AnalysisResult {
   std::vector<TraceSummary> traces;
   uint64_t records = 0;
   uint64_t accesses = 0;
+  size_t blind_traces() const {
+    size_t n = 0;
+    for (const auto& t : traces) n += t.blind();
+    return n;
+  }
   // Graph launches and captured work seen but not analysed.
   uint64_t unanalysed_graph_launches = 0;
 };

@@ -66,8 +66,7 @@ std::string summary_line(const AnalysisResult& r) {
     occ += f.occurrences;
   }
   size_t traces = r.traces.size();
-  size_t blind = 0;
-  for (const auto& t : r.traces) blind += !t.capture_status.empty() && t.capture_status != "ok";
+  size_t blind = r.blind_traces();
   if (r.findings.empty() && blind)
     return fmt::format("streamrace: no verdict: {} of {} trace{} captured no CUDA calls (see the errors above)", blind,
                        traces, traces == 1 ? "" : "s");
