@@ -13,8 +13,12 @@
 #
 # Environment: OUT (required or ./out), GPUS=2, STEPS=1000, COST_STEPS=300, DELAY_US=200,
 # DELAY_MODE=fixed|random, PRESET=seed (16 x 1M-element parameters, 1M-element bucket),
-# STAGES="1 2", BUILD=<repo>/build-replay-gpu-batch, TRACE=1 to also run each process under
-# `streamrace run` when the tracer and that command are built.
+# STAGES="1 2", BUILD=<repo>/build-replay-gpu-batch, TRACE=1 to add, per variant, a short run
+# ($TRACE_STEPS steps, default 40, with the delay) under `streamrace run` that writes the traces
+# to stage<S>-<variant>-traced/trace (the delay and cost runs stay untraced, so the tracer
+# neither slows the step times nor fills the disk), UNTRACED_SKIP="1" to skip the untraced
+# delay/cost runs of the stages listed (their results exist already), DEADLINE_S (default 540):
+# no new run starts after that many seconds.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -28,6 +32,9 @@ PRESET=${PRESET:-seed}
 STAGES=${STAGES:-"1 2"}
 BUILD=${BUILD:-$ROOT/build-replay-gpu-batch}
 TRACE=${TRACE:-0}
+TRACE_STEPS=${TRACE_STEPS:-40}
+UNTRACED_SKIP=${UNTRACED_SKIP:-}
+DEADLINE_S=${DEADLINE_S:-540}
 VARIANTS="none event wait-stream sync"
 WORK=$OUT/replay
 mkdir -p "$WORK"
@@ -54,6 +61,10 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$W
 run_variant() {  # stage variant delay_us steps tag
   local stage=$1 variant=$2 delay=$3 steps=$4 tag=$5
   local dir=$WORK/stage$stage-$variant-$tag
+  if [ "$SECONDS" -ge "$DEADLINE_S" ]; then
+    echo "   stage $stage $variant ($tag): not started, past the batch deadline (${DEADLINE_S}s)"
+    return 0
+  fi
   mkdir -p "$dir"
   rm -f "$dir/nccl.id" "$dir/nccl.id.tmp"
   local pids=() rcs=0
@@ -61,10 +72,10 @@ run_variant() {  # stage variant delay_us steps tag
     local cmd=("$GPU" --ir "$WORK/ir/stage$stage-$variant-rank$r.json" --rank "$r" --world "$GPUS" --device "$r"
       --id-file "$dir/nccl.id" --steps "$steps" --delay-us "$delay" --delay-mode "$DELAY_MODE"
       --seed "$((r + 1))" --out "$dir/rank$r.json")
-    if [ "$TRACE" = 1 ] && "$SR" run --help >/dev/null 2>&1; then
+    if [ "$tag" = traced ]; then
       cmd=("$SR" run -o "$dir/trace" -- "${cmd[@]}")
     fi
-    "${cmd[@]}" >"$dir/rank$r.log" 2>&1 &
+    timeout -k 5 120 "${cmd[@]}" >"$dir/rank$r.log" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do
@@ -89,6 +100,8 @@ for stage in $STAGES; do
     --emit-ir "$WORK/ir" --trace-dir "$WORK/traces" --format json >"$WORK/cpu_stage$stage.json"
   set -e
   for variant in $VARIANTS; do
+    if [ "$TRACE" = 1 ]; then run_variant "$stage" "$variant" "$DELAY_US" "$TRACE_STEPS" traced; fi
+    case " $UNTRACED_SKIP " in *" $stage "*) continue ;; esac
     run_variant "$stage" "$variant" "$DELAY_US" "$STEPS" delay
     run_variant "$stage" "$variant" 0 "$COST_STEPS" cost
   done
