@@ -21,6 +21,9 @@
 #include "cli/command_registry.h"
 #include "report/text_report.h"
 #include "traceformat/trace_file.h"
+#if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+#include "tracer/precise/kernel_selection.h"
+#endif
 
 namespace streamrace::cli {
 namespace {
@@ -32,6 +35,7 @@ struct RunArgs {
   bool no_color = false;
   bool precise_requested = false;  // --precise[=all|auto|REGEX] was given
   std::string precise;
+  std::string precise_from;  // --precise=auto: the earlier run's traces (default: the -o directory)
   std::vector<std::string> command;
 };
 
@@ -92,19 +96,89 @@ bool make_dirs(const std::string& path) {
 // Precise mode needs the Compute Sanitizer event source (tracer/precise/, built only with
 // -DSTREAMRACE_BUILD_PRECISE=ON); without it, say so before anything runs.
 int precise_unavailable() {
-#if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
-  std::cerr << "streamrace: precise mode's Sanitizer sources are built, but libstreamrace.so does not start them "
-               "in traced processes in this version (see docs/precise-mode.md); run without --precise\n";
-#else
   std::cerr << "streamrace: precise mode is not built into this streamrace; build it with cmake "
                "-DSTREAMRACE_BUILD_PRECISE=ON -DSTREAMRACE_SANITIZER_ROOT=<dir with include/sanitizer.h> "
                "(see docs/precise-mode.md)\n";
-#endif
   return kExitBadInput;
 }
 
+// The value of STREAMRACE_PRECISE for the traced processes ("" = default mode), or an exit
+// status when the request cannot be honoured.
+struct PreciseSetting {
+  std::string env;
+  int exit_status = -1;  // >= 0: stop with this status
+};
+
+#if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+PreciseSetting resolve_precise(const RunArgs& a, const std::set<std::string>& earlier_traces, const std::string& dir) {
+  namespace pr = streamrace::tracer::precise;
+  PreciseSetting out;
+  pr::PreciseSpec spec = pr::parse_precise_spec(a.precise);
+  if (spec.kind == pr::PreciseSpec::Kind::kAll) {
+    out.env = "all";
+    return out;
+  }
+  if (spec.kind == pr::PreciseSpec::Kind::kRegex) {
+    std::string error;
+    if (!pr::KernelSelector::regex(spec.pattern, &error)) {
+      std::cerr << "streamrace run: --precise=" << spec.pattern << ": not a valid kernel-name regex: " << error << "\n";
+      out.exit_status = kExitBadInput;
+      return out;
+    }
+    out.env = "regex:" + spec.pattern;
+    return out;
+  }
+  // auto: the kernels of the `possible` findings of the earlier run.
+  const std::string from = a.precise_from.empty() ? dir : a.precise_from;
+  std::vector<std::string> traces;
+  if (a.precise_from.empty()) {
+    for (const auto& name : earlier_traces) traces.push_back(dir + "/" + name);
+  } else {
+    for (const auto& name : list_traces(from)) traces.push_back(from + "/" + name);
+  }
+  if (traces.empty()) {
+    std::cerr << "streamrace run: --precise=auto confirms the possible findings of an earlier run, but " << from
+              << " holds no trace (*.srace); run once without --precise, or name that run's directory with "
+                 "--precise-from DIR\n";
+    out.exit_status = kExitBadInput;
+    return out;
+  }
+  std::set<std::string> kernels;
+  try {
+    analysis::Analyzer analyzer;
+    for (const auto& t : traces) analyzer.add_trace(t);
+    analysis::AnalysisResult earlier = analyzer.finish();
+    kernels = pr::kernels_to_confirm(earlier.findings);
+  } catch (const std::exception& e) {
+    std::cerr << "streamrace run: --precise=auto: cannot read the earlier run: " << e.what() << "\n";
+    out.exit_status = kExitBadInput;
+    return out;
+  }
+  if (kernels.empty()) {
+    std::cerr << "streamrace run: --precise=auto: the earlier run in " << from
+              << " has no possible kernel finding to confirm; tracing in the default mode\n";
+    return out;
+  }
+  const std::string list = dir + "/precise-kernels.txt";
+  FILE* f = std::fopen(list.c_str(), "w");
+  if (f == nullptr) {
+    std::cerr << "streamrace run: cannot write " << list << ": " << std::strerror(errno) << "\n";
+    out.exit_status = kExitBadInput;
+    return out;
+  }
+  for (const auto& k : kernels) std::fprintf(f, "%s\n", k.c_str());
+  std::fclose(f);
+  std::cerr << "streamrace run: --precise=auto: patching the " << kernels.size() << " kernel"
+            << (kernels.size() == 1 ? "" : "s") << " named in possible findings of " << from << " (" << list << ")\n";
+  out.env = "names:" + list;
+  return out;
+}
+#endif
+
 int run_traced(const RunArgs& a) {
+#if !(defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT)
   if (a.precise_requested) return precise_unavailable();
+#endif
   if (a.command.empty()) {
     std::cerr << "streamrace run: no command given (streamrace run [options] -- cmd args...)\n";
     return kExitBadInput;
@@ -126,6 +200,13 @@ int run_traced(const RunArgs& a) {
   }
   const std::string dir = abs_dir;
   const std::set<std::string> before = list_traces(dir);
+  PreciseSetting precise;
+#if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+  if (a.precise_requested) {
+    precise = resolve_precise(a, before, dir);
+    if (precise.exit_status >= 0) return precise.exit_status;
+  }
+#endif
 
   std::string preload = lib;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
@@ -152,7 +233,13 @@ int run_traced(const RunArgs& a) {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     setenv("LD_PRELOAD", preload.c_str(), 1);
-    setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+    if (precise.env.empty()) {
+      setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+      unsetenv("STREAMRACE_PRECISE");
+    } else {
+      // The Sanitizer session starts when the library loads and replaces CUPTI.
+      setenv("STREAMRACE_PRECISE", precise.env.c_str(), 1);
+    }
     setenv("STREAMRACE_OUT", dir.c_str(), 1);
     execvp(argv[0], argv.data());
     std::fprintf(stderr, "streamrace run: cannot run %s: %s\n", argv[0], std::strerror(errno));
@@ -226,6 +313,9 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                                   "Exact kernel byte ranges through the Compute Sanitizer API: all, auto, or a "
                                   "kernel-name regex (needs a streamrace built with STREAMRACE_BUILD_PRECISE)")
                       ->expected(0, 1);
+  sub->add_option("--precise-from", args->precise_from,
+                  "With --precise=auto: the directory of the earlier run whose possible findings name the kernels "
+                  "to patch (default: the traces already in --output-dir)");
   sub->add_option("command", args->command, "The command to trace, after --")->required();
   return [args, precise]() {
     args->precise_requested = precise->count() > 0;

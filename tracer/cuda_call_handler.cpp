@@ -1102,6 +1102,13 @@ void CudaCallHandler::kernel(uint32_t api, uint64_t stream, uint64_t correlation
                              bool library_kernel, const char* name, const uint32_t grid[3], const uint32_t block[3],
                              void* const* args, const void* packed) {
   GilScope python_stack_matters;
+  auto& ts = thread_state();
+  // Precise mode: the launch callback marked this launch as patched (its exact accesses
+  // follow as KernelAccess records) and may know the name the API callback did not give.
+  const bool precise = ts.precise_correlation != 0 && ts.precise_correlation == correlation;
+  if (name == nullptr) name = ts.launch_function;
+  ts.precise_correlation = 0;
+  ts.launch_function = nullptr;
   trace::KernelLaunchHead h{};
   h.stream = stream;
   h.correlation = correlation;
@@ -1142,7 +1149,7 @@ void CudaCallHandler::kernel(uint32_t api, uint64_t stream, uint64_t correlation
     }
   }
   h.nptrs = uint32_t(ptrs.size());
-  h.flags = scanned ? uint32_t(trace::kKernelArgsScanned) : 0u;
+  h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) : 0u) | (precise ? uint32_t(trace::kKernelPrecise) : 0u);
   h.call = call_info(api);
   rec_->add_kernel(h, ptrs);
 }

@@ -32,6 +32,10 @@ __attribute__((constructor)) void streamrace_on_load() {
   if (done) return;
   done = true;
   pthread_atfork(nullptr, nullptr, fork_child);
+  // Precise mode: the Compute Sanitizer session subscribes now, before CUDA initialises,
+  // and takes the place of CUPTI, so CUDA_INJECTION64_PATH is not claimed.
+  if (TracerProcess::precise_wanted() && TracerProcess::precise_starts_at_load() && TracerProcess::get().start_precise())
+    return;
   const char* current = getenv("CUDA_INJECTION64_PATH");
   if (current == nullptr || *current == '\0') {
     if (const char* self = own_path()) setenv("CUDA_INJECTION64_PATH", self, 0);

@@ -26,6 +26,10 @@ struct TracerThreadState {
   RuntimeScope runtime;  // the outermost runtime call in progress
   uint64_t last_context = ~0ull;
   uint32_t last_device = 0;
+  // Precise mode (tracer/precise/): set by the Sanitizer session's launch callback, which
+  // runs inside the launch call, and read when the handler writes that launch's record.
+  uint64_t precise_correlation = 0;     // the launch with this correlation was patched
+  const char* launch_function = nullptr;  // the kernel's (mangled) name, as the launch callback gave it
 };
 
 TracerThreadState& thread_state();

@@ -12,7 +12,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <sstream>
+
+#if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+#include "tracer/precise/kernel_selection.h"
+#include "tracer/precise/sanitizer_session.h"
+#endif
 
 namespace streamrace::tracer {
 
@@ -125,7 +131,14 @@ trace::TraceHeader TracerProcess::make_header() {
     h.driver_version = driver_.driver_version();
   }
   h.cuda_version = runtime_version();
-  h.cupti_version = cupti_.version();
+  h.cupti_version = precise_started_ ? "" : cupti_.version();
+  if (precise_started_) {
+    h.mode = "precise";
+    h.extra["precise"] = precise_spec_;
+#if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+    h.extra["sanitizer_library"] = static_cast<precise::SanitizerSession*>(sanitizer_)->library_path();
+#endif
+  }
   h.nccl_version = nccl_version();
   h.command = read_cmdline();
   if (!cupti_.library_path().empty()) h.extra["cupti_library"] = cupti_.library_path();
@@ -171,12 +184,112 @@ void TracerProcess::install_exit_hooks() {
   }
 }
 
+namespace {
+
+#if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+std::string own_directory() {
+  Dl_info info{};
+  static const int anchor = 0;
+  if (!dladdr(&anchor, &info) || info.dli_fname == nullptr) return ".";
+  std::string p = info.dli_fname;
+  size_t slash = p.rfind('/');
+  return slash == std::string::npos ? "." : p.substr(0, slash);
+}
+
+// STREAMRACE_PRECISE: "all", "regex:PATTERN" or "names:FILE" (one kernel name per line;
+// `streamrace run --precise=auto` writes it). Returns "" or why the value is unusable.
+std::string make_selector(const std::string& spec, precise::KernelSelector& out) {
+  if (spec == "all" || spec == "1") {
+    out = precise::KernelSelector::all();
+    return "";
+  }
+  if (spec.rfind("regex:", 0) == 0) {
+    std::string error;
+    auto sel = precise::KernelSelector::regex(spec.substr(6), &error);
+    if (!sel) return "STREAMRACE_PRECISE: the kernel regex does not compile: " + error;
+    out = *sel;
+    return "";
+  }
+  if (spec.rfind("names:", 0) == 0) {
+    std::ifstream in(spec.substr(6));
+    if (!in) return "STREAMRACE_PRECISE: cannot read the kernel list " + spec.substr(6);
+    std::set<std::string> names;
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) names.insert(line);
+    out = precise::KernelSelector::names(std::move(names));
+    return "";
+  }
+  return "STREAMRACE_PRECISE=" + spec + " is not all, regex:PATTERN or names:FILE";
+}
+#endif
+
+}  // namespace
+
+bool TracerProcess::precise_wanted() {
+  const char* spec = std::getenv("STREAMRACE_PRECISE");
+  return spec != nullptr && *spec != '\0' && std::strcmp(spec, "0") != 0;
+}
+
+bool TracerProcess::precise_starts_at_load() {
+  const char* when = std::getenv("STREAMRACE_PRECISE_START");
+  return when == nullptr || std::strcmp(when, "init") != 0;
+}
+
+bool TracerProcess::start_precise() {
+  std::lock_guard lock(mu_);
+  if (precise_requested_) return precise_started_;
+  precise_requested_ = true;
+  const char* spec = std::getenv("STREAMRACE_PRECISE");
+  precise_spec_ = spec ? spec : "all";
+  create_core_locked();
+  CudaCallHandler& h = *handler_.load();
+  std::string why;
+#if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+  precise::SanitizerOptions options;
+  why = make_selector(precise_spec_, options.selector);
+  if (why.empty()) {
+    const char* patches = std::getenv("STREAMRACE_PRECISE_PATCHES");
+    options.patches_path =
+        patches && *patches ? patches : own_directory() + "/streamrace_precise_patches.fatbin";
+    if (const char* f = std::getenv("STREAMRACE_PRECISE_MODULE_FILTER"); f && std::strcmp(f, "0") == 0)
+      options.filter_modules = false;
+    if (access(options.patches_path.c_str(), R_OK) != 0)
+      why = "the device callbacks " + options.patches_path + " are missing";
+  }
+  if (why.empty()) {
+    auto* session = new precise::SanitizerSession();  // lives as long as the process
+    InternalCallGuard guard;
+    why = session->start(h, std::move(options));
+    if (why.empty()) {
+      sanitizer_ = session;
+      precise_started_ = true;
+    }
+  }
+#else
+  why = "precise mode is not built into this libstreamrace.so";
+#endif
+  // Said when the process initialises CUDA (on_cuda_init): a process that never uses CUDA
+  // (the shell of a job script) has nothing to say and writes no trace.
+  precise_failure_ = why;
+  (void)h;
+  return precise_started_;
+}
+
 void TracerProcess::on_cuda_init() {
   CudaCallHandler& h = handler();
   std::string why;
+  // Precise mode started from here (STREAMRACE_PRECISE_START=init) instead of at load time.
+  if (precise_wanted() && !precise_starts_at_load() && start_precise()) return;
   {
     std::lock_guard lock(mu_);
-    if (cupti_started_) return;
+    if (cupti_started_ || precise_started_) return;
+    if (!precise_failure_.empty()) {
+      std::fprintf(stderr, "streamrace: precise mode unavailable in pid %d: %s; tracing with CUPTI (default mode)\n",
+                   int(getpid()), precise_failure_.c_str());
+      h.recorder().add_notice(trace::NoticeLevel::kError,
+                              "precise mode was requested but is unavailable: " + precise_failure_ +
+                                  ". This trace was recorded in the default mode (pointer arguments only).");
+    }
     cupti_started_ = true;
     const char* timing = std::getenv("STREAMRACE_TIMING");
     bool want_timing = timing == nullptr || std::strcmp(timing, "0") != 0;
@@ -213,7 +326,7 @@ void TracerProcess::at_exit() {
     cuda_used = get_current == nullptr || get_current(&ctx) != 3;
     dlclose(cuda);
   }
-  if (!cupti_started_ && cuda_used) {
+  if (!cupti_started_ && !precise_started_ && cuda_used) {
     const char* inj = std::getenv("CUDA_INJECTION64_PATH");
     std::string why = std::string("not-injected: CUDA_INJECTION64_PATH names ") + (inj && *inj ? inj : "nothing") +
                       ", so the CUDA driver never started the tracer";
@@ -226,6 +339,31 @@ void TracerProcess::at_exit() {
   {
     InternalCallGuard guard;
     if (cupti_started_) cupti_.flush_activity(true);
+#if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+    // Launches since the last synchronisation still hold their intervals on the device.
+    if (precise_started_ && cuda_used) {
+      auto* session = static_cast<precise::SanitizerSession*>(sanitizer_);
+      session->collect_all();
+      precise::SessionCounts n = session->counts();
+      if (n.api_callbacks == 0) {
+        std::string why = "precise-no-callbacks: the Compute Sanitizer session received no CUDA API callback";
+        std::fprintf(stderr, "streamrace: cannot trace CUDA calls in pid %d: %s\n", int(getpid()), why.c_str());
+        recorder().set_capture_status(why);
+        recorder().add_notice(trace::NoticeLevel::kError, "CUDA calls were not captured in this process: " + why);
+      } else {
+        char msg[200];
+        std::snprintf(msg, sizeof msg,
+                      "precise mode: %llu modules patched, %llu left unpatched (no selected kernel), %llu launches "
+                      "measured",
+                      (unsigned long long)n.patched_modules, (unsigned long long)n.skipped_modules,
+                      (unsigned long long)n.patched_launches);
+        recorder().add_notice(trace::NoticeLevel::kInfo, msg);
+        if (const char* d = std::getenv("STREAMRACE_PRECISE_DEBUG"); d && *d && *d != '0')
+          std::fprintf(stderr, "streamrace (pid %d): %s, %llu API callbacks\n", int(getpid()), msg,
+                       (unsigned long long)n.api_callbacks);
+      }
+    }
+#endif
   }
   recorder_->close();
 }

@@ -24,8 +24,19 @@ class TracerProcess {
   // True unless STREAMRACE_DISABLE is set.
   static bool enabled();
 
-  // CUDA is being initialised (InitializeInjection): subscribe to CUPTI. Idempotent.
+  // CUDA is being initialised (InitializeInjection): subscribe to CUPTI. Idempotent. In
+  // precise mode (STREAMRACE_PRECISE set, precise mode built in) the Sanitizer session has
+  // been started at load time instead and CUPTI is left alone.
   void on_cuda_init();
+  // Precise mode: STREAMRACE_PRECISE (all | regex:PATTERN | names:FILE) asks for the
+  // Compute Sanitizer session instead of CUPTI. It starts at load time (the LD_PRELOAD
+  // constructor, before CUDA initialises) or, with STREAMRACE_PRECISE_START=init, inside
+  // InitializeInjection. start_precise() returns whether the session runs; a failure is
+  // recorded in the trace and said on stderr, and CUDA calls are then taken from CUPTI.
+  static bool precise_wanted();
+  static bool precise_starts_at_load();
+  bool start_precise();
+  bool precise_requested() const { return precise_requested_; }
   // The recorder, handler and stack capture (created on first use, without touching CUDA).
   CudaCallHandler& handler();
   TraceRecorder& recorder() { return handler().recorder(); }
@@ -51,6 +62,11 @@ class TracerProcess {
   StackCapture* stacks_ = nullptr;
   CuptiSession cupti_;
   bool cupti_started_ = false;
+  bool precise_requested_ = false;
+  bool precise_started_ = false;
+  std::string precise_spec_;
+  std::string precise_failure_;  // why the requested Sanitizer session did not start
+  void* sanitizer_ = nullptr;  // precise::SanitizerSession*, only in builds with precise mode
   bool hooks_installed_ = false;
   std::atomic<bool> exited_{false};
   std::string status_ = "ok";

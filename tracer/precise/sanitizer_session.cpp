@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "tracer/precise/interval_conversion.h"
+#include "tracer/thread_state.h"
 #include "tracer/trace_recorder.h"
 
 namespace streamrace::tracer::precise {
@@ -78,6 +79,10 @@ struct State {
   std::unordered_map<CUcontext, ContextState> contexts;
   std::unique_ptr<LaunchIntervals> empty_slot;  // the image a slot is reset to; never changes
   std::atomic<uint32_t> next_correlation{1};
+  std::atomic<uint64_t> api_callbacks{0};
+  std::atomic<uint64_t> patched_modules{0};
+  std::atomic<uint64_t> patched_launches{0};
+  std::atomic<uint64_t> skipped_modules{0};
 };
 std::atomic<State*> g_state{nullptr};
 
@@ -176,11 +181,49 @@ void on_api(State& st, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbi
     } while (t_correlation == 0);
   }
   call.correlation = t_correlation;
+  st.api_callbacks.fetch_add(1, std::memory_order_relaxed);
   st.handler->on_call(call);
   if (!call.enter && t_api_depth > 0) --t_api_depth;
 }
 
+// Whether a module holds a kernel the selector patches. Modules without one (NCCL's, or
+// everything outside --precise=REGEX) are left unpatched, so their kernels run at full speed.
+// Answers true when the driver cannot list the module's functions (older drivers).
+bool module_has_selected_kernel(State& st, CUmodule mod) {
+  using CountFn = CUresult (*)(unsigned int*, CUmodule);
+  using EnumFn = CUresult (*)(CUfunction*, unsigned int, CUmodule);
+  using NameFn = CUresult (*)(const char**, CUfunction);
+  static CountFn count_fn = nullptr;
+  static EnumFn enum_fn = nullptr;
+  static NameFn name_fn = nullptr;
+  static bool looked = false;
+  if (!looked) {
+    looked = true;
+    if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
+      count_fn = reinterpret_cast<CountFn>(dlsym(cuda, "cuModuleGetFunctionCount"));
+      enum_fn = reinterpret_cast<EnumFn>(dlsym(cuda, "cuModuleEnumerateFunctions"));
+      name_fn = reinterpret_cast<NameFn>(dlsym(cuda, "cuFuncGetName"));
+    }
+  }
+  if (!count_fn || !enum_fn || !name_fn) return true;
+  InternalCallGuard guard;
+  unsigned int n = 0;
+  if (count_fn(&n, mod) != CUDA_SUCCESS) return true;
+  std::vector<CUfunction> fns(n);
+  if (n == 0 || enum_fn(fns.data(), n, mod) != CUDA_SUCCESS) return n != 0;
+  for (CUfunction f : fns) {
+    const char* name = nullptr;
+    if (name_fn(&name, f) != CUDA_SUCCESS || name == nullptr) return true;
+    if (st.options.selector.should_patch(name, demangle(name))) return true;
+  }
+  return false;
+}
+
 void on_module_loaded(State& st, const Sanitizer_ResourceModuleData* m) {
+  if (st.options.filter_modules && !module_has_selected_kernel(st, m->module)) {
+    st.skipped_modules.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
   std::lock_guard lock(st.mu);
   ContextState& cs = st.contexts[m->context];
   if (cs.patches_failed) return;
@@ -196,13 +239,18 @@ void on_module_loaded(State& st, const Sanitizer_ResourceModuleData* m) {
   }
   SanitizerResult r = g_fn.patch_instructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, m->module, kDeviceCallback);
   if (r == SANITIZER_SUCCESS) r = g_fn.patch_module(m->module);
-  if (r != SANITIZER_SUCCESS) notice(st, "a module could not be patched (" + result_text(r) + ")");
+  if (r != SANITIZER_SUCCESS) {
+    notice(st, "a module could not be patched (" + result_text(r) + ")");
+  } else {
+    st.patched_modules.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 void on_launch_begin(State& st, const Sanitizer_LaunchData* l) {
   std::string demangled = demangle(l->functionName);
   const char* mangled = l->functionName ? l->functionName : "";
   void* data = nullptr;
+  thread_state().launch_function = l->functionName;
   // A launch outside any API call the handler saw has no launch record to attach ranges to.
   if (t_api_depth > 0 && st.options.selector.should_patch(mangled, demangled)) {
     std::lock_guard lock(st.mu);
@@ -215,6 +263,9 @@ void on_launch_begin(State& st, const Sanitizer_LaunchData* l) {
         cs.free_slots.pop_back();
         cs.pending.push_back(Pending{slot, t_correlation, l->hStream});
         data = cs.ring + slot;
+        // The handler writes this launch's record when the launch call returns: mark it.
+        thread_state().precise_correlation = t_correlation;
+        st.patched_launches.fetch_add(1, std::memory_order_relaxed);
       }
     }
   }
@@ -351,6 +402,17 @@ void SanitizerSession::collect_all() {
   if (st == nullptr) return;
   std::lock_guard lock(st->mu);
   for (auto& [ctx, cs] : st->contexts) collect_context_locked(*st, cs);
+}
+
+SessionCounts SanitizerSession::counts() const {
+  SessionCounts c;
+  if (State* st = g_state.load(std::memory_order_acquire)) {
+    c.api_callbacks = st->api_callbacks.load();
+    c.patched_modules = st->patched_modules.load();
+    c.patched_launches = st->patched_launches.load();
+    c.skipped_modules = st->skipped_modules.load();
+  }
+  return c;
 }
 
 }  // namespace streamrace::tracer::precise

@@ -32,6 +32,14 @@ struct SanitizerOptions {
   std::string patches_path;       // the fatbin built from access_aggregator.cu
   uint32_t ring_slots = 1024;     // LaunchIntervals slots per context
   uint32_t granule_shift = kDefaultGranuleShift;
+  bool filter_modules = true;     // patch only modules holding a selected kernel
+};
+
+struct SessionCounts {
+  uint64_t api_callbacks = 0;     // runtime/driver API callbacks received
+  uint64_t patched_modules = 0;   // modules the device callback was inserted into
+  uint64_t patched_launches = 0;  // launches that got an interval slot
+  uint64_t skipped_modules = 0;   // modules holding no selected kernel, left unpatched
 };
 
 class SanitizerSession {
@@ -42,6 +50,7 @@ class SanitizerSession {
   // Waits for every stream with uncollected launches and writes their records (process exit).
   void collect_all();
   std::string library_path() const { return path_; }
+  SessionCounts counts() const;
 
  private:
   bool load();
