@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Results of the replay GPU batch (scripts/gpu/replay_batch.sh calls this as its last step).
 
-Reads what the batch wrote under WORK ($OUT/replay: stage<S>-<variant>-{delay,cost}/rank<R>.json
-and .log, cpu_stage<S>.json, ir/, gpus.txt) and writes OUT/<name>.json and OUT/<name>.md:
+Reads what the batch wrote under WORK ($OUT/replay: stage<S>-<variant>-{delay,cost,traced}/rank<R>.json
+and .log, stage<S>-<variant>-traced/trace/, cpu_stage<S>.json, ir/, gpus.txt) and writes OUT/<name>.json and OUT/<name>.md:
 per stage and variant the GPU corruption under delay injection (corrupt steps, corrupted elements
 per step out of the elements checked, where), steps run, step time and collective/compute overlap
 without delay, and the CPU verdicts (analyzer on the emitted traces; simulator when the batch ran
@@ -148,6 +148,19 @@ def main():
                     "log_tail": r["_log_tail"],
                 })
             row["per_rank"] = per_rank
+            # The short run under `streamrace run` (TRACE=1): corruption under the tracer, the
+            # tracer's own verdict (the last 'streamrace:' line of each rank log), the traces.
+            t_state, t_ranks = run_dir(a.work, st, v, "traced")
+            tdir = os.path.join(a.work, f"stage{st}-{v}-traced", "trace")
+            tfiles = sorted(f for f in os.listdir(tdir) if f.endswith(".srace")) if os.path.isdir(tdir) else []
+            row["traced"] = {
+                "state": t_state,
+                "trace_files": {f: os.path.getsize(os.path.join(tdir, f)) for f in tfiles},
+                "ranks": [{"rank": r["_rank"], "status": r["_status"], "steps": r.get("steps", 0),
+                           "corrupt_steps": r.get("corrupt_steps", 0),
+                           "verdict": next((l for l in reversed(r["_log_tail"]) if l.startswith("streamrace:")), None)}
+                          for r in t_ranks],
+            }
             a_ = cpu_by.get(v, {}).get("analyzer", {})
             row["analyzer_certain"], row["analyzer_possible"] = a_.get("certain"), a_.get("possible")
             row["analyzer_fingerprints"] = a_.get("fingerprints")
@@ -237,6 +250,19 @@ def main():
     else:
         for r, p in logs:
             md.append(f"- stage {r['stage']} {r['variant']} rank {p['rank']}: " + " / ".join(p["log_tail"]))
+    traced = [r for r in rows if r["traced"]["state"] != "not run"]
+    if traced:
+        md += ["", "## Traced runs (`streamrace run`, TRACE=1)", "",
+               "| stage | variant | rank | status | corrupt steps | tracer's verdict |", "|---|---|---|---|---|---|"]
+        for r in traced:
+            for t in r["traced"]["ranks"]:
+                md.append(f"| {r['stage']} | {r['variant']} | {t['rank']} | {t['status']} | {t['corrupt_steps']}/{t['steps']} | "
+                          f"{t['verdict'] or '-'} |")
+        md.append("")
+        for r in traced:
+            files = r["traced"]["trace_files"]
+            md.append(f"- stage {r['stage']} {r['variant']}: {len(files)} trace(s), "
+                      f"{sum(files.values()) / 1024:.0f} KiB ({', '.join(files) or 'none'}); {r['traced']['state']}")
     md += ["", "## CPU verdicts of the same schedules", ""]
     for r in rows:
         if r["analyzer_certain"] is None:
