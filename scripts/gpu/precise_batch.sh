@@ -47,6 +47,7 @@ run_case() {  # name precise-arg cmd... ; precise-arg "-" = default mode
   local dir="$R/traces/$name"; mkdir -p "$dir"
   local args=(run --no-color -o "$dir")
   [ "$pa" != "-" ] && args+=("--precise=$pa")
+  [ -n "${PRECISE_FROM:-}" ] && args+=(--precise-from "$PRECISE_FROM")
   local t0=$SECONDS
   STREAMRACE_PRECISE_DEBUG=1 timeout -k 5 "$t" "$SR" "${args[@]}" -- "$@" > "$R/logs/$name.log" 2>&1
   local rc=$?
@@ -77,6 +78,9 @@ for c in views_racy views_clean raw_racy raw_clean readread disjoint; do
   run_case "torch_${c}_precise" all python3 samples/precise/torch_views.py $c
 done
 
+# --precise=auto: the kernels of the default run's possible finding, and only those.
+PRECISE_FROM="$R/traces/torch_views_racy_default" run_case torch_views_racy_auto auto python3 samples/precise/torch_views.py views_racy
+
 echo "== 3. slowdown" | tee -a "$S"
 bench() {  # name cmd...
   local name=$1; shift
@@ -89,6 +93,7 @@ bench() {  # name cmd...
 }
 bench untraced python3 bench/tracer_overhead.py "$BENCH_STEPS"
 bench targeted "$SR" run --no-color -o "$R/traces/bench_targeted" "--precise=$TARGET_REGEX" -- python3 bench/tracer_overhead.py "$BENCH_STEPS"
+STREAMRACE_PRECISE_MODULE_FILTER=0 bench targeted_nofilter "$SR" run --no-color -o "$R/traces/bench_nofilter" "--precise=$TARGET_REGEX" -- python3 bench/tracer_overhead.py "$BENCH_STEPS"
 bench all "$SR" run --no-color -o "$R/traces/bench_all" --precise=all -- python3 bench/tracer_overhead.py "$BENCH_STEPS"
-rm -rf "$R/traces/bench_targeted" "$R/traces/bench_all"
+rm -rf "$R/traces/bench_targeted" "$R/traces/bench_all" "$R/traces/bench_nofilter"
 echo "== done in ${SECONDS}s" | tee -a "$S"

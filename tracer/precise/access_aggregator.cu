@@ -51,6 +51,14 @@ __device__ GranuleEntry* find_entry(LaunchIntervals* slot, uint64_t key) {
   return nullptr;
 }
 
+// atomicMax only when it would change the value. After the first warps of a launch have
+// widened an interval, nearly every later access falls inside it: a plain load then decides,
+// and the thousands of warps of a large kernel do not serialise on one entry's atomics. (A
+// stale load can only be smaller than the current value, so it never skips a needed update.)
+__device__ __forceinline__ void widen(uint64_t* p, ull v) {
+  if (*reinterpret_cast<volatile ull*>(p) < v) atomicMax(as_ull(p), v);
+}
+
 }  // namespace
 
 extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_global_access(void* userdata, uint64_t pc, void* ptr,
@@ -92,17 +100,18 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_global_access
   const ull end = granule_base + hi;
   if (GranuleEntry* e = find_entry(slot, key)) {
     if (dirs & kDirRead) {
-      atomicMax(as_ull(&e->read_lo_inv), ~first);
-      atomicMax(as_ull(&e->read_hi), end);
+      widen(&e->read_lo_inv, ~first);
+      widen(&e->read_hi, end);
     }
     if (dirs & kDirWrite) {
-      atomicMax(as_ull(&e->write_lo_inv), ~first);
-      atomicMax(as_ull(&e->write_hi), end);
+      widen(&e->write_lo_inv, ~first);
+      widen(&e->write_hi, end);
     }
   } else {
-    atomicOr(&slot->overflow_dirs, dirs);
-    atomicMax(as_ull(&slot->overflow_lo_inv), ~first);
-    atomicMax(as_ull(&slot->overflow_hi), end);
+    if ((*reinterpret_cast<volatile uint32_t*>(&slot->overflow_dirs) & dirs) != dirs)
+      atomicOr(&slot->overflow_dirs, dirs);
+    widen(&slot->overflow_lo_inv, ~first);
+    widen(&slot->overflow_hi, end);
   }
   return SANITIZER_PATCH_SUCCESS;
 }
