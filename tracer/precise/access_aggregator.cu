@@ -85,13 +85,21 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_global_access
   const uint32_t off_lo = uint32_t(addr - granule_base);  // granule_shift <= 31
   const uint32_t off_hi = off_lo + accessSize;
   uint32_t lo = off_lo, hi = off_hi;
-  for (uint32_t rest = active; rest != 0; rest &= rest - 1) {
-    const int src = __ffs(rest) - 1;
-    const uint32_t other_lo = __shfl_sync(active, off_lo, src);
-    const uint32_t other_hi = __shfl_sync(active, off_hi, src);
-    if (peers & (1u << src)) {
-      lo = min(lo, other_lo);
-      hi = max(hi, other_hi);
+  if (active == 0xffffffffu && peers == active) {
+    // The common case (a full warp on one granule, one direction): a butterfly, 10 shuffles.
+    for (int d = 16; d > 0; d >>= 1) {
+      lo = min(lo, __shfl_xor_sync(active, lo, d));
+      hi = max(hi, __shfl_xor_sync(active, hi, d));
+    }
+  } else {
+    for (uint32_t rest = active; rest != 0; rest &= rest - 1) {
+      const int src = __ffs(rest) - 1;
+      const uint32_t other_lo = __shfl_sync(active, off_lo, src);
+      const uint32_t other_hi = __shfl_sync(active, off_hi, src);
+      if (peers & (1u << src)) {
+        lo = min(lo, other_lo);
+        hi = max(hi, other_hi);
+      }
     }
   }
   if (lane_id() != uint32_t(__ffs(peers) - 1)) return SANITIZER_PATCH_SUCCESS;
