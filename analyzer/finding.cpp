@@ -95,6 +95,18 @@ std::string site_of(const Access& a) {
     }
   }
   if (!pick) pick = first_python;
+  // Native stacks: the first frame outside the CUDA libraries and the tools' own (the
+  // driver, the runtime, CUPTI, the Compute Sanitizer), else the innermost frame.
+  if (!pick) {
+    for (const auto& f : a.stack) {
+      const std::string base = basename_of(f.file);
+      if (base.rfind("libcuda.so", 0) == 0 || base.rfind("libcudart", 0) == 0 || base.rfind("libcupti", 0) == 0 ||
+          base.rfind("libsanitizer", 0) == 0)
+        continue;
+      pick = &f;
+      break;
+    }
+  }
   if (!pick && !a.stack.empty()) pick = &a.stack.front();
   if (!pick) return "<no stack>";
   std::string where = basename_of(pick->file);

@@ -65,7 +65,8 @@ int collect_module(dl_phdr_info* info, size_t, void* data) {
   dladdr(&anchor, &self);
   bool ours = self.dli_fbase != nullptr && reinterpret_cast<uint64_t>(self.dli_fbase) == info->dlpi_addr;
   bool internal = (ours && scan->include_own) || name.find("libcupti") != std::string_view::npos ||
-                  name.find("libcuda.so") != std::string_view::npos;
+                  name.find("libcuda.so") != std::string_view::npos ||
+                  name.find("libsanitizer-public") != std::string_view::npos;  // precise mode's event source
   if (!internal) return 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const auto& ph = info->dlpi_phdr[i];
