@@ -22,6 +22,10 @@ struct AnalyzerOptions {
   // copy or collective used); otherwise, and always with this set, it reaches to the end of
   // its allocation (a caching-allocator segment holding many tensors).
   bool kernel_extent_to_allocation_end = false;
+  // Analyse precise-mode traces as the default tier: a patched launch's measured intervals
+  // (KernelAccess records) are ignored and its pointer arguments used, as if CUPTI had
+  // recorded it. Compares the two event sources on one program, or shows what precise mode added.
+  bool ignore_precise = false;
   // Called with (bytes read, total bytes) while reading; may be empty.
   std::function<void(uint64_t, uint64_t)> progress;
 };

@@ -336,7 +336,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
   if (skip_captured(probe)) return;
   StreamState& s = hb_.begin_op(k.stream, k.call.thread);
   AccessEpoch base = epoch_for(k.call, s, OpKind::kKernel, k.name_id);
-  if (k.flags & kKernelPrecise) {
+  if ((k.flags & kKernelPrecise) && !opts_.ignore_precise) {
     // Precise tier: the exact read and write intervals the device measured for this launch
     // (none: it touched no global memory). An interval whose budget overflowed is a whole
     // region with unknown direction, as in the default tier.
@@ -572,7 +572,7 @@ std::vector<Finding> TraceAnalysis::findings() const {
     Finding f;
     f.kind = pf.kind;
     f.confidence = pf.confidence;
-    f.mode = summary_.mode.empty() ? "default" : summary_.mode;
+    f.mode = summary_.mode.empty() || opts_.ignore_precise ? "default" : summary_.mode;
     f.earlier = make_access(pf.earlier, pf.earlier_stream, pf.earlier_label, pf);
     f.later = make_access(pf.later, pf.later_stream, pf.later_label, pf);
     f.overlap_addr = pf.overlap_lo;

@@ -24,6 +24,7 @@ struct AnalyzeArgs {
   bool separate_threads = false;
   bool unknown_blocking = false;
   bool kernel_extent_allocation = false;
+  bool ignore_precise = false;
   bool no_color = false;
   std::string source_root;
 };
@@ -68,6 +69,7 @@ int run_analyze(const AnalyzeArgs& a) {
     opts.separate_host_threads = a.separate_threads;
     opts.unknown_streams_blocking = a.unknown_blocking;
     opts.kernel_extent_to_allocation_end = a.kernel_extent_allocation;
+    opts.ignore_precise = a.ignore_precise;
     opts.progress = [&](uint64_t bytes, uint64_t) { meter.update(done + bytes); };
     analysis::Analyzer analyzer(opts);
     for (const auto& path : paths) {
@@ -127,6 +129,8 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--kernel-extent-to-allocation-end", args->kernel_extent_allocation,
                 "Take every kernel pointer argument to reach the end of its allocation (default: the longest exact "
                 "range copies or collectives used from that address, where there is one)");
+  sub->add_flag("--ignore-precise", args->ignore_precise,
+                "Analyse precise-mode traces as the default tier (ignore the measured kernel ranges)");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
   return [args]() { return run_analyze(*args); };
