@@ -81,6 +81,7 @@ done
 # --precise=auto: the kernels of the default run's possible finding, and only those.
 PRECISE_FROM="$R/traces/torch_views_racy_default" run_case torch_views_racy_auto auto python3 samples/precise/torch_views.py views_racy
 
+if [ -n "${SKIP_BENCH:-}" ]; then echo "== 3. slowdown skipped (SKIP_BENCH)" | tee -a "$S"; exit 0; fi
 echo "== 3. slowdown" | tee -a "$S"
 bench() {  # name cmd...
   local name=$1; shift
