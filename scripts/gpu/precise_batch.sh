@@ -81,6 +81,14 @@ done
 # --precise=auto: the kernels of the default run's possible finding, and only those.
 PRECISE_FROM="$R/traces/torch_views_racy_default" run_case torch_views_racy_auto auto python3 samples/precise/torch_views.py views_racy
 
+# NCCL under precise mode (2 GPUs): NCCL's kernels must stay unpatched, the collective's
+# semantics come from the NCCL calls.
+if [ "$(nvidia-smi -L | wc -l)" -ge 2 ]; then
+  export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+  run_case torch_nccl_racy_precise all python3 -m torch.distributed.run --nproc_per_node=2 samples/torch/nccl_allreduce.py racy
+  run_case torch_nccl_clean_precise all python3 -m torch.distributed.run --nproc_per_node=2 samples/torch/nccl_allreduce.py clean
+fi
+
 if [ -n "${SKIP_BENCH:-}" ]; then echo "== 3. slowdown skipped (SKIP_BENCH)" | tee -a "$S"; exit 0; fi
 echo "== 3. slowdown" | tee -a "$S"
 bench() {  # name cmd...
