@@ -93,6 +93,27 @@ std::string nccl_version() {
   return "";
 }
 
+// Whether any device's primary context is active (retained by the runtime or the program).
+[[maybe_unused]] bool primary_context_active() {
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!cuda) return false;
+  using CountFn = int (*)(int*);
+  using StateFn = int (*)(int, unsigned int*, int*);
+  auto count = reinterpret_cast<CountFn>(dlsym(cuda, "cuDeviceGetCount"));
+  auto state = reinterpret_cast<StateFn>(dlsym(cuda, "cuDevicePrimaryCtxGetState"));
+  bool active_any = false;
+  int n = 0;
+  if (count && state && count(&n) == 0) {
+    for (int d = 0; d < n && !active_any; ++d) {
+      unsigned int flags = 0;
+      int active = 0;
+      if (state(d, &flags, &active) == 0 && active) active_any = true;
+    }
+  }
+  dlclose(cuda);
+  return active_any;
+}
+
 }  // namespace
 
 TracerProcess& TracerProcess::get() {
@@ -345,12 +366,14 @@ void TracerProcess::at_exit() {
       auto* session = static_cast<precise::SanitizerSession*>(sanitizer_);
       session->collect_all();
       precise::SessionCounts n = session->counts();
-      if (n.api_callbacks == 0) {
+      // A launcher (torchrun) imports torch, and the Sanitizer library initialises the
+      // driver, without any CUDA work: only a process holding a context went uncaptured.
+      if (n.api_callbacks == 0 && primary_context_active()) {
         std::string why = "precise-no-callbacks: the Compute Sanitizer session received no CUDA API callback";
         std::fprintf(stderr, "streamrace: cannot trace CUDA calls in pid %d: %s\n", int(getpid()), why.c_str());
         recorder().set_capture_status(why);
         recorder().add_notice(trace::NoticeLevel::kError, "CUDA calls were not captured in this process: " + why);
-      } else {
+      } else if (n.api_callbacks > 0) {
         char msg[200];
         std::snprintf(msg, sizeof msg,
                       "precise mode: %llu modules patched, %llu left unpatched (no selected kernel), %llu launches "
