@@ -1,0 +1,238 @@
+// Precise mode's recordings (issue 7), made on the H200 machine by scripts/gpu/precise_batch.sh
+// and committed under tests/data/precise/<case>/ (see the README there):
+//
+//   - every case gives exactly the findings its expected.json lists: kind, confidence, mode,
+//     both operations with direction and byte range (as offsets in their allocation), the
+//     overlap, and what the same trace gives when analysed as the default tier;
+//   - independently of expected.json, the samples' intent: the racy programs are `possible`
+//     at most in the default mode and one `certain` race with the exact ranges in precise
+//     mode; the clean ones have no finding in precise mode;
+//   - one schema, two sources: the CUPTI recording of a program and its Compute Sanitizer
+//     recording, analysed as the default tier, give the same findings.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <tuple>
+
+#include "analyzer/analyzer.h"
+
+namespace streamrace {
+namespace {
+
+namespace fs = std::filesystem;
+using analysis::AnalysisResult;
+using analysis::Confidence;
+using analysis::Finding;
+
+const fs::path kRoot = fs::path(SR_PRECISE_DATA_DIR);
+constexpr uint64_t kMiB = 1u << 20;
+
+AnalysisResult analyse(const std::string& c, bool ignore_precise = false) {
+  analysis::AnalyzerOptions opts;
+  opts.ignore_precise = ignore_precise;
+  analysis::Analyzer analyzer(opts);
+  for (const auto& t : analysis::expand_trace_inputs({(kRoot / c).string()})) analyzer.add_trace(t);
+  return analyzer.finish();
+}
+
+std::vector<std::string> cases() {
+  std::vector<std::string> out;
+  if (!fs::is_directory(kRoot)) return out;
+  for (auto& e : fs::directory_iterator(kRoot))
+    if (e.is_directory() && fs::exists(e.path() / "expected.json")) out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void expect_access(const analysis::Access& a, const nlohmann::json& want, const std::string& what) {
+  EXPECT_EQ(a.op, want.at("op").get<std::string>()) << what;
+  EXPECT_EQ(a.direction, want.at("direction").get<std::string>()) << what;
+  EXPECT_EQ(a.exact, want.at("exact").get<bool>()) << what;
+  EXPECT_EQ(a.addr - a.alloc_base, want.at("offset").get<uint64_t>()) << what;
+  EXPECT_EQ(a.bytes, want.at("bytes").get<uint64_t>()) << what;
+}
+
+class PreciseFixture : public ::testing::TestWithParam<std::string> {};
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PreciseFixture);
+
+TEST_P(PreciseFixture, AnalyzerReportsExactlyTheExpectedFindings) {
+  nlohmann::json exp;
+  std::ifstream(kRoot / GetParam() / "expected.json") >> exp;
+  AnalysisResult r = analyse(GetParam());
+  ASSERT_EQ(r.traces.size(), exp.at("traces").get<size_t>());
+  std::vector<int> ranks;
+  for (const auto& t : r.traces) {
+    EXPECT_EQ(t.mode, exp.at("trace_mode").get<std::string>()) << t.path;
+    EXPECT_EQ(t.capture_status, "ok") << t.path;
+    EXPECT_TRUE(t.complete) << t.path;
+    ranks.push_back(t.rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks, exp.at("ranks").get<std::vector<int>>());
+
+  const auto& want = exp.at("findings");
+  ASSERT_EQ(r.findings.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const Finding& f = r.findings[i];
+    const auto& w = want[i];
+    EXPECT_EQ(analysis::to_string(f.kind), w.at("kind").get<std::string>());
+    EXPECT_EQ(analysis::to_string(f.confidence), w.at("confidence").get<std::string>());
+    EXPECT_EQ(f.mode, w.at("mode").get<std::string>());
+    EXPECT_EQ(f.occurrences, w.at("occurrences").get<uint64_t>());
+    expect_access(f.earlier, w.at("earlier"), "earlier");
+    expect_access(f.later, w.at("later"), "later");
+    EXPECT_EQ(f.overlap_addr - f.earlier.alloc_base, w.at("overlap").at("offset").get<uint64_t>());
+    EXPECT_EQ(f.overlap_bytes, w.at("overlap").at("bytes").get<uint64_t>());
+  }
+
+  AnalysisResult base = analyse(GetParam(), /*ignore_precise=*/true);
+  const auto& want_base = exp.at("as_default_tier");
+  ASSERT_EQ(base.findings.size(), want_base.size());
+  for (size_t i = 0; i < want_base.size(); ++i) {
+    EXPECT_EQ(analysis::to_string(base.findings[i].kind), want_base[i].at("kind").get<std::string>());
+    EXPECT_EQ(analysis::to_string(base.findings[i].confidence), want_base[i].at("confidence").get<std::string>());
+    EXPECT_EQ(base.findings[i].mode, "default");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Recorded, PreciseFixture, ::testing::ValuesIn(cases()),
+                         [](const auto& info) { return info.param; });
+
+// ---- The samples' intent, independent of expected.json ----
+
+struct Racy {
+  const char* program;
+  const char* writer;       // substring of the earlier (writing) kernel's name
+  const char* reader;       // substring of the later (reading) kernel's name
+  uint64_t write_offset, write_bytes, read_offset, read_bytes, overlap_offset, overlap_bytes;
+};
+
+// The CUDA sample writes [0, N/2) of a 4 MiB buffer and reads [N/4, 3N/4); the PyTorch
+// narrow() views the same; the raw kernel writes the whole tensor, which the sum reads.
+const Racy kRacy[] = {
+    {"views_racy", "write_range", "read_range", 0, 2 * kMiB, kMiB, 2 * kMiB, kMiB, kMiB},
+    {"torch_views_racy", "FillFunctor", "reduce_kernel", 0, 2 * kMiB, kMiB, 2 * kMiB, kMiB, kMiB},
+    {"torch_raw_racy", "raw_fill", "reduce_kernel", 0, 4 * kMiB, 0, 4 * kMiB, 0, 4 * kMiB},
+};
+
+TEST(PreciseSamples, RacyProgramsAreCertainWithExactRangesInPreciseMode) {
+  for (const Racy& c : kRacy) {
+    SCOPED_TRACE(c.program);
+    AnalysisResult r = analyse(std::string(c.program) + "_precise");
+    ASSERT_EQ(r.findings.size(), 1u);
+    const Finding& f = r.findings[0];
+    EXPECT_EQ(f.kind, analysis::RaceKind::kReadAfterWrite);
+    EXPECT_EQ(f.confidence, Confidence::kCertain);
+    EXPECT_EQ(f.mode, "precise");
+    EXPECT_NE(f.earlier.op.find(c.writer), std::string::npos) << f.earlier.op;
+    EXPECT_NE(f.later.op.find(c.reader), std::string::npos) << f.later.op;
+    EXPECT_EQ(f.earlier.direction, "write");
+    EXPECT_EQ(f.later.direction, "read");
+    EXPECT_TRUE(f.earlier.exact && f.later.exact);
+    // The buffer's offsets inside its allocation (a cudaMalloc, or the caching allocator's
+    // segment, where the buffer is the first block).
+    EXPECT_EQ(f.earlier.addr - f.earlier.alloc_base, c.write_offset);
+    EXPECT_EQ(f.earlier.bytes, c.write_bytes);
+    EXPECT_EQ(f.later.addr - f.later.alloc_base, c.read_offset);
+    EXPECT_EQ(f.later.bytes, c.read_bytes);
+    EXPECT_EQ(f.overlap_addr - f.earlier.alloc_base, c.overlap_offset);
+    EXPECT_EQ(f.overlap_bytes, c.overlap_bytes);
+    EXPECT_EQ(f.fix.find("--precise"), std::string::npos);  // nothing left to confirm
+  }
+}
+
+TEST(PreciseSamples, RacyProgramsAreAtMostPossibleInTheDefaultMode) {
+  for (const Racy& c : kRacy) {
+    SCOPED_TRACE(c.program);
+    AnalysisResult r = analyse(std::string(c.program) + "_default");
+    ASSERT_EQ(r.findings.size(), 1u);
+    EXPECT_EQ(r.findings[0].confidence, Confidence::kPossible);
+    EXPECT_EQ(r.findings[0].mode, "default");
+    EXPECT_NE(r.findings[0].fix.find("--precise"), std::string::npos);
+  }
+}
+
+TEST(PreciseSamples, CleanProgramsHaveNoFindingInPreciseMode) {
+  for (const char* c : {"views_clean", "views_readread", "views_disjoint", "torch_views_clean", "torch_raw_clean",
+                        "torch_readread", "torch_disjoint", "torch_nccl_clean"}) {
+    SCOPED_TRACE(c);
+    AnalysisResult r = analyse(std::string(c) + "_precise");
+    EXPECT_TRUE(r.findings.empty());
+    ASSERT_FALSE(r.traces.empty());
+    EXPECT_EQ(r.traces[0].mode, "precise");
+  }
+}
+
+TEST(PreciseSamples, OrderedProgramsHaveNoFindingInTheDefaultMode) {
+  for (const char* c : {"views_clean", "torch_views_clean", "torch_raw_clean"}) {
+    SCOPED_TRACE(c);
+    EXPECT_TRUE(analyse(std::string(c) + "_default").findings.empty());
+  }
+}
+
+// What precise mode is for: pointer arguments alone cannot tell two readers, or two writers of
+// disjoint slices, from a race. The default mode reports these clean programs as `possible`
+// (and says to confirm with --precise); precise mode clears them (above).
+TEST(PreciseSamples, DefaultModeCannotClearReadReadOrDisjointSlices) {
+  for (const char* c : {"views_readread", "views_disjoint", "torch_readread", "torch_disjoint"}) {
+    SCOPED_TRACE(c);
+    AnalysisResult r = analyse(std::string(c) + "_default");
+    ASSERT_EQ(r.findings.size(), 1u);
+    EXPECT_EQ(r.findings[0].confidence, Confidence::kPossible);
+    EXPECT_EQ(r.findings[0].earlier.direction, "read or write");
+  }
+}
+
+using Key = std::tuple<std::string, std::string, std::string, std::string, uint64_t>;
+std::vector<Key> keys(const AnalysisResult& r) {
+  std::vector<Key> out;
+  for (const auto& f : r.findings)
+    out.emplace_back(analysis::to_string(f.kind), analysis::to_string(f.confidence), f.earlier.op, f.later.op,
+                     f.overlap_bytes);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(PreciseSamples, BothEventSourcesGiveTheSameDefaultTierAnalysis) {
+  int pairs = 0;
+  for (const auto& c : cases()) {
+    const std::string suffix = "_precise";
+    if (c.size() <= suffix.size() || c.compare(c.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    const std::string program = c.substr(0, c.size() - suffix.size());
+    if (!fs::exists(kRoot / (program + "_default"))) continue;
+    SCOPED_TRACE(program);
+    ++pairs;
+    AnalysisResult cupti = analyse(program + "_default");
+    AnalysisResult sanitizer = analyse(c, /*ignore_precise=*/true);
+    EXPECT_EQ(keys(cupti), keys(sanitizer));
+    EXPECT_EQ(cupti.traces.at(0).mode, "default");
+    EXPECT_EQ(sanitizer.traces.at(0).mode, "precise");
+  }
+  EXPECT_EQ(pairs, 10);  // 4 CUDA programs, 6 PyTorch programs
+}
+
+TEST(PreciseSamples, AutoPatchesOnlyTheKernelsOfTheEarlierPossibleFinding) {
+  AnalysisResult r = analyse("torch_views_racy_auto");
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].confidence, Confidence::kCertain);
+  EXPECT_EQ(r.findings[0].overlap_bytes, kMiB);
+}
+
+TEST(PreciseSamples, NcclCollectivesKeepTheirCallSemanticsInPreciseMode) {
+  AnalysisResult r = analyse("torch_nccl_racy_precise");
+  ASSERT_EQ(r.traces.size(), 2u);
+  ASSERT_EQ(r.findings.size(), 1u);
+  const Finding& f = r.findings[0];
+  EXPECT_EQ(f.kind, analysis::RaceKind::kWriteAfterWrite);
+  EXPECT_EQ(f.confidence, Confidence::kCertain);
+  EXPECT_EQ(f.earlier.op, "ncclAllReduce");
+  EXPECT_EQ(f.later.op, "cudaMemcpyAsync");
+  EXPECT_EQ(f.ranks, (std::vector<int>{0, 1}));
+}
+
+}  // namespace
+}  // namespace streamrace
