@@ -3,7 +3,7 @@
 //   streamrace replay zero --stage 1|2|3 --fix none|event|wait-stream|sync|all [--gpus N]
 //                          [--simulate] [--delay-us N] [--steps N] [--seed N] [--format text|json]
 //   streamrace replay trace DIR --apply-fix FINGERPRINT|all [--out DIR] [--format text|json]
-//                           [--max-rounds N] [--no-simulate]
+//                           [--max-rounds N (0 = automatic)] [--no-simulate]
 // Exit status: 0 all variants clean / every targeted finding gone and none new, 1 otherwise,
 // 2 bad input. `replay trace` edits the recorded traces record by record (trace_editor.h).
 #include <CLI/CLI.hpp>
@@ -59,7 +59,7 @@ struct TraceArgs {
   std::string format = "text";
   uint32_t steps = 100;
   uint64_t seed = 1;
-  uint32_t max_rounds = 512;
+  uint32_t max_rounds = 0;
   bool no_simulate = false;
 };
 
@@ -301,7 +301,7 @@ int run_trace(const TraceArgs& a) {
       for (const auto& w : res.traces[r - 1].warnings) std::cout << "  warning: " << w << "\n";
   }
   std::cout << fmt::format("record-level edits: {} in {} round(s){}\n", res.total_edits(), res.rounds,
-                           res.hit_round_cap ? fmt::format(" (stopped at the cap of {} rounds)", o.max_rounds) : "");
+                           res.hit_round_cap ? fmt::format(" (stopped at the cap of {} rounds)", res.round_cap) : "");
   std::cout << fmt::format("analyzer after the edits: {} finding(s); removed {}, remaining {}, new {}\n",
                            res.after.findings.size(), res.removed.size(), res.remaining.size(), res.introduced.size());
   for (const auto& fp : res.remaining) std::cout << "  still racing: " << fp << "\n";
@@ -342,8 +342,10 @@ const RegisterCommand kRegister("replay", 60, [](CLI::App& app) -> std::function
   tr->add_option("--format", ta->format, "text or json")->default_val("text");
   tr->add_option("--steps", ta->steps, "seeded simulator runs when a trace is too large to search")->default_val(100);
   tr->add_option("--seed", ta->seed, "simulator seed")->default_val(1);
-  tr->add_option("--max-rounds", ta->max_rounds, "stop editing after this many rounds (one occurrence per finding each)")
-      ->default_val(512);
+  tr->add_option("--max-rounds", ta->max_rounds,
+                 "stop editing after this many rounds (one occurrence per finding each); 0 = as many as the targeted "
+                 "findings have occurrences")
+      ->default_val(0);
   tr->add_flag("--no-simulate", ta->no_simulate, "leave out the CPU simulator's second opinion");
   return [zero, tr, za, ta]() {
     if (zero->parsed()) return run_zero(*za);

@@ -230,6 +230,13 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
   for (const auto& t : traces) res.traces.push_back(RecordFixResult::PerTrace{t, "", 0, {}});
   std::set<std::string> unfixable;
   AnalyzerVerdict v = res.before;
+  uint64_t cap = opts.max_rounds;
+  if (cap == 0) {
+    cap = 1;
+    for (const auto& f : res.before.findings)
+      if (targets.count(f.fingerprint)) cap += f.occurrences;
+  }
+  res.round_cap = cap;
   for (uint32_t round = 0;; ++round) {
     // One edit per targeted finding: its first occurrence, in the trace its seqs belong to.
     std::map<size_t, std::vector<const analysis::Finding*>> by_trace;
@@ -240,7 +247,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       by_trace[size_t(it - cur.begin())].push_back(&f);
     }
     if (by_trace.empty()) break;
-    if (round >= opts.max_rounds) {
+    if (round >= cap) {
       res.hit_round_cap = true;
       break;
     }

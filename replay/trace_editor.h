@@ -71,7 +71,9 @@ class TraceEditor {
 struct RecordFixOptions {
   std::vector<std::string> fingerprints;  // empty: every finding of the input
   std::string out_dir;                    // created; the edited traces are <stem>.fixed.srace
-  uint32_t max_rounds = 512;
+  // Each round edits one occurrence of every targeted finding. 0 = as many rounds as the
+  // targeted findings have occurrences in total (plus one), enough for every one of them.
+  uint32_t max_rounds = 0;
   bool keep_rounds = false;  // keep every round's traces (<stem>.round<N>.srace)
 };
 
@@ -87,6 +89,7 @@ struct RecordFixResult {
   AnalyzerVerdict after;
   uint32_t rounds = 0;       // rounds that edited something
   bool hit_round_cap = false;
+  uint64_t round_cap = 0;  // the cap in force (max_rounds, or the automatic one)
   std::vector<std::string> targeted, removed, remaining, introduced;
   size_t total_edits() const {
     size_t n = 0;

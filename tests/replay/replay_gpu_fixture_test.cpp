@@ -128,8 +128,9 @@ TEST_P(GpuReplayFixture, ApplyFixRemovesTheNoneFindingsAndAddsNone) {
   fs::remove_all(out);
   replay::RecordFixOptions opts;
   opts.out_dir = out.string();
-  opts.max_rounds = want.at("max_rounds").get<uint32_t>();
+  // The default cap (max_rounds 0): one round per occurrence of the targeted findings, plus one.
   auto r = replay::apply_record_fixes(traces_of(stage, "none"), opts);
+  EXPECT_EQ(r.round_cap, 1u + 630u + 630u);
 
   std::set<std::string> before;
   for (const auto& f : r.before.findings) before.insert(f.fingerprint);
@@ -153,8 +154,8 @@ TEST_P(GpuReplayFixture, ApplyFixRemovesTheNoneFindingsAndAddsNone) {
 INSTANTIATE_TEST_SUITE_P(Recorded, GpuReplayFixture, ::testing::Values("gpu-stage1", "gpu-stage2"),
                          [](const auto& info) { return info.param == "gpu-stage1" ? "Stage1" : "Stage2"; });
 
-// Stopping early at the round cap (the default --max-rounds 512 is below the 630 rounds these
-// traces need) leaves the findings in place but never adds one.
+// Stopping early at an explicit round cap below the 630 rounds these traces need (the editor's
+// former fixed default was 512) leaves the findings in place but never adds one.
 TEST(GpuReplayFixtureCap, PartialEditsAtTheRoundCapAddNoFinding) {
   auto out = fs::temp_directory_path() / ("streamrace_gpu_replay_cap_" + std::to_string(::getpid()));
   fs::remove_all(out);
