@@ -196,6 +196,11 @@ int main(int argc, char** argv) {
   }
   cudaEvent_t step_start;
   CUDA_OK(cudaEventCreate(&step_start));
+  // A one-float all-reduce before each step lines the ranks up, so that one rank's host-side
+  // checking of the previous step is not timed as the other rank's wait inside a collective.
+  float* barrier_buf = nullptr;
+  CUDA_OK(cudaMalloc(&barrier_buf, sizeof(float)));
+  CUDA_OK(cudaMemset(barrier_buf, 0, sizeof(float)));
   std::mt19937_64 rng(a.seed * 1000003 + uint64_t(a.rank));
 
   uint64_t corrupt_steps = 0, corrupt_elems = 0;
@@ -209,6 +214,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < buf.size(); ++i)
       CUDA_OK(cudaMemset(buf[i], 0xFF, std::max<uint64_t>(1, s.buffers[i].bytes / es) * sizeof(float)));
     CUDA_OK(cudaDeviceSynchronize());
+    if (a.world > 1) {
+      NCCL_OK(ncclAllReduce(barrier_buf, barrier_buf, 1, ncclFloat, ncclSum, comm, cudaStreamLegacy));
+      CUDA_OK(cudaDeviceSynchronize());
+    }
     auto t0 = std::chrono::steady_clock::now();
     CUDA_OK(cudaEventRecord(step_start, cudaStreamLegacy));
     for (size_t i = 0; i < s.actions.size(); ++i) {
@@ -365,6 +374,7 @@ int main(int argc, char** argv) {
     std::ofstream f(a.out);
     f << text << "\n";
   }
+  cudaFree(barrier_buf);
   ncclCommDestroy(comm);
   return corrupt_steps ? 1 : 0;
 }
