@@ -79,11 +79,7 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_global_access
 
   // Threads of this warp on the same granule with the same direction reduce together.
   const uint32_t active = __activemask();
-  // Usually every active lane touches the same granule in the same direction: one shuffle
-  // and a vote say so; only a mixed warp pays for the match instruction.
-  const ull tag = (ull(key) << 2) | dirs;
-  const ull lead = __shfl_sync(active, tag, __ffs(active) - 1);
-  const uint32_t peers = __all_sync(active, tag == lead) ? active : __match_any_sync(active, tag);
+  const uint32_t peers = __match_any_sync(active, (ull(key) << 2) | dirs);
   // Tools-patch code may not use the redux instructions behind __reduce_*_sync, so the
   // reduction is a walk over the active lanes with shuffles that every active lane joins.
   const uint32_t off_lo = uint32_t(addr - granule_base);  // granule_shift <= 31
