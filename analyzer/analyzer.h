@@ -26,6 +26,10 @@ struct AnalyzerOptions {
   // (KernelAccess records) are ignored and its pointer arguments used, as if CUPTI had
   // recorded it. Compares the two event sources on one program, or shows what precise mode added.
   bool ignore_precise = false;
+  // By default a kernel's `T const*` parameters (from its demangled C++ signature, when the
+  // recorded pointers map onto the pointer parameters one to one) are taken as reads. With
+  // this set every pointer argument is "read or write", as for kernels without a signature.
+  bool kernel_pointers_unknown_direction = false;
   // Called with (bytes read, total bytes) while reading; may be empty.
   std::function<void(uint64_t, uint64_t)> progress;
 };

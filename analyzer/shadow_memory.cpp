@@ -177,7 +177,9 @@ void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, con
       s.write = a;
       s.reads.clear();
     } else {
-      std::erase_if(s.reads, [&](const AccessEpoch& r) { return r.maybe_write == a.maybe_write && ordered(vc, r, a); });
+      std::erase_if(s.reads, [&](const AccessEpoch& r) {
+        return r.maybe_write == a.maybe_write && r.inexact == a.inexact && ordered(vc, r, a);
+      });
       s.reads.push_back(a);
     }
     return;
@@ -208,7 +210,9 @@ void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, con
       mid.push_back(std::move(gap));
     }
     Segment s = std::move(*k);
-    std::erase_if(s.reads, [&](const AccessEpoch& r) { return r.maybe_write == a.maybe_write && ordered(vc, r, a); });
+    std::erase_if(s.reads, [&](const AccessEpoch& r) {
+        return r.maybe_write == a.maybe_write && r.inexact == a.inexact && ordered(vc, r, a);
+      });
     s.reads.push_back(a);
     cursor = s.hi;
     mid.push_back(std::move(s));

@@ -30,13 +30,14 @@ struct AccessEpoch {
   bool write = false;     // exact write
   bool also_reads = false;   // a write that reads the same bytes first (in-place collectives)
   bool maybe_write = false;  // kernel pointer argument: direction and extent unknown
+  bool inexact = false;      // a read whose extent is unknown (a kernel's `T const*` argument)
 };
 
 struct Segment {
   uint64_t lo = 0, hi = 0;  // offsets in the allocation, [lo, hi)
   bool has_write = false;
   AccessEpoch write;
-  std::vector<AccessEpoch> reads;  // at most one plain and one maybe-write entry per slot
+  std::vector<AccessEpoch> reads;  // at most one plain, one inexact and one maybe-write entry per slot
 };
 
 struct AllocationShadow {

@@ -1,6 +1,8 @@
 // TraceAnalysis: decoding records into happens-before steps and byte-range accesses.
 #include "analyzer/trace_analysis.h"
 
+#include "analyzer/kernel_signature.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -359,12 +361,23 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
   }
   base.maybe_write = true;
   size_t n = std::min<size_t>(k.nptrs, tail.size() / sizeof(uint64_t));
+  // `T const*` parameters of a C++ kernel are reads (extent still unknown).
+  const std::vector<bool>* read_only = nullptr;
+  if (n > 0 && (k.flags & kKernelArgsScanned) && !opts_.kernel_pointers_unknown_direction) {
+    auto [it, fresh] = read_only_cache_.try_emplace((uint64_t(k.name_id) << 32) | n);
+    if (fresh) it->second = read_only_pointers(str(k.name_id), n).value_or(std::vector<bool>{});
+    if (it->second.size() == n) read_only = &it->second;
+  }
   for (size_t i = 0; i < n; ++i) {
     uint64_t p;
     std::memcpy(&p, tail.data() + i * sizeof(uint64_t), sizeof(p));
     const AllocationShadow* al = shadow_.find(p);
     if (!al || al->kind == 0) continue;  // only pointers into memory we saw allocated
     AccessEpoch e = base;
+    if (read_only && (*read_only)[i]) {
+      e.maybe_write = false;
+      e.inexact = true;
+    }
     e.addr = p;
     e.bytes = al->base + al->bytes - p;  // extent unknown: from the pointer to the end...
     if (!opts_.kernel_extent_to_allocation_end) {
@@ -481,7 +494,7 @@ void TraceAnalysis::apply(StreamState& s, std::vector<AccessEpoch>& accesses) {
 }
 
 void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
-  if (!a.maybe_write && a.op != OpKind::kFree) exact_extent_.set(a.addr, a.bytes);
+  if (!a.maybe_write && !a.inexact && a.op != OpKind::kFree) exact_extent_.set(a.addr, a.bytes);
   {
     ++summary_.accesses;
     conflicts_.clear();
@@ -491,7 +504,9 @@ void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
     // after it orders everything before it on that stream), preferring exact accesses.
     std::sort(conflicts_.begin(), conflicts_.end(), [](const Conflict& x, const Conflict& y) {
       if (x.earlier.slot != y.earlier.slot) return x.earlier.slot < y.earlier.slot;
-      if (x.earlier.maybe_write != y.earlier.maybe_write) return !x.earlier.maybe_write;
+      const bool x_exact = !x.earlier.maybe_write && !x.earlier.inexact;
+      const bool y_exact = !y.earlier.maybe_write && !y.earlier.inexact;
+      if (x_exact != y_exact) return x_exact;
       return x.earlier.seq > y.earlier.seq;
     });
     uint32_t last_slot = UINT32_MAX;
@@ -502,7 +517,9 @@ void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
       const bool earlier_writes = c.earlier.write || c.earlier.maybe_write;
       RaceKind kind = later_writes ? (earlier_writes ? RaceKind::kWriteAfterWrite : RaceKind::kWriteAfterRead)
                                    : RaceKind::kReadAfterWrite;
-      Confidence conf = (a.maybe_write || c.earlier.maybe_write) ? Confidence::kPossible : Confidence::kCertain;
+      Confidence conf = (a.maybe_write || c.earlier.maybe_write || a.inexact || c.earlier.inexact)
+                            ? Confidence::kPossible
+                            : Confidence::kCertain;
       SiteKey key{c.earlier.stack_id, c.earlier.name_id, a.stack_id, a.name_id,
                   uint32_t(kind) | uint32_t(conf) << 2 | uint32_t(c.earlier.op) << 4 | uint32_t(a.op) << 8 |
                       uint32_t(c.earlier.write) << 12 | uint32_t(c.earlier.also_reads) << 13 |
@@ -552,7 +569,7 @@ Access TraceAnalysis::make_access(const AccessEpoch& e, uint64_t stream, const s
   if (a.op.empty()) a.op = op_kind_name(e.op);
   a.op_kind = op_kind_name(e.op);
   a.direction = e.maybe_write ? "read or write" : e.write ? (e.also_reads ? "read and write" : "write") : "read";
-  a.exact = !e.maybe_write;
+  a.exact = !e.maybe_write && !e.inexact;
   a.stream = stream;
   a.stream_label = label;
   a.addr = e.addr;

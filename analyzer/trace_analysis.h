@@ -78,6 +78,9 @@ class TraceAnalysis {
   // Length of the latest exact access starting at each address (kernel extents, see
   // AnalyzerOptions): the caching allocator reuses addresses, so the latest use counts.
   AddressLengthMap exact_extent_;
+  // (kernel name id << 32 | pointer count) -> which recorded pointers are `T const*`
+  // parameters; empty when the signature does not tell.
+  std::unordered_map<uint64_t, std::vector<bool>> read_only_cache_;
   std::vector<PendingFinding> pending_;
   // Identity of a finding inside one trace: both sites and the shape of the conflict.
   struct SiteKey {

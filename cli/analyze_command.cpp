@@ -25,6 +25,7 @@ struct AnalyzeArgs {
   bool unknown_blocking = false;
   bool kernel_extent_allocation = false;
   bool ignore_precise = false;
+  bool no_const_reads = false;
   bool no_color = false;
   std::string source_root;
 };
@@ -70,6 +71,7 @@ int run_analyze(const AnalyzeArgs& a) {
     opts.unknown_streams_blocking = a.unknown_blocking;
     opts.kernel_extent_to_allocation_end = a.kernel_extent_allocation;
     opts.ignore_precise = a.ignore_precise;
+    opts.kernel_pointers_unknown_direction = a.no_const_reads;
     opts.progress = [&](uint64_t bytes, uint64_t) { meter.update(done + bytes); };
     analysis::Analyzer analyzer(opts);
     for (const auto& path : paths) {
@@ -129,6 +131,9 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--kernel-extent-to-allocation-end", args->kernel_extent_allocation,
                 "Take every kernel pointer argument to reach the end of its allocation (default: the longest exact "
                 "range copies or collectives used from that address, where there is one)");
+  sub->add_flag("--no-const-pointer-reads", args->no_const_reads,
+                "Do not take a C++ kernel's `T const*` parameters as reads (default: they are, when its signature "
+                "maps onto the recorded pointers)");
   sub->add_flag("--ignore-precise", args->ignore_precise,
                 "Analyse precise-mode traces as the default tier (ignore the measured kernel ranges)");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");

@@ -89,13 +89,15 @@ TEST(DeepSpeed, Zero1On0143IsClean) {
 TEST(DeepSpeed, KernelExtentToAllocationEndAddsOnlyPossibleFindings) {
   // With every kernel argument reaching to the end of its caching-allocator segment, the
   // patched run shows the divide kernel against neighbouring tensors: possible, never certain.
+  // Five: the embedding backward kernel's `Half const*` argument is a read, its `Half*` one
+  // read-or-write, so that pair of sites gives a possible RAW and a possible WAW.
   analysis::AnalyzerOptions opts;
   opts.kernel_extent_to_allocation_end = true;
   analysis::Analyzer a(opts);
   for (const auto& p : analysis::expand_trace_inputs({std::string(SR_DEEPSPEED_DATA) + "/z1_0142_patch"}))
     a.add_trace(p);
   auto r = a.finish();
-  ASSERT_EQ(r.findings.size(), 4u);
+  ASSERT_EQ(r.findings.size(), 5u);
   for (const auto& f : r.findings) {
     EXPECT_EQ(f.confidence, Confidence::kPossible);
     EXPECT_EQ(top_python(f.earlier), "stage_1_and_2.py:1111 DeepSpeedZeroOptimizer.average_tensor");

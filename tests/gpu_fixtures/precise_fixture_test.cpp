@@ -187,6 +187,33 @@ TEST(PreciseSamples, DefaultModeCannotClearReadReadOrDisjointSlices) {
   }
 }
 
+// A C++ kernel's `T const*` parameters are reads in the default mode. In the CUDA read-read
+// sample both kernels read the 4 MiB buffer through `float const*`: no conflict there any
+// more; what remains is their `float* out` arguments, two adjacent floats of one 8-byte
+// allocation, whose extents the default mode cannot know (precise mode clears it).
+TEST(PreciseSamples, DefaultModeTakesConstPointerParametersAsReads) {
+  AnalysisResult rr = analyse("views_readread_default");
+  ASSERT_EQ(rr.findings.size(), 1u);
+  EXPECT_EQ(rr.findings[0].earlier.alloc_bytes, 8u);
+  EXPECT_EQ(rr.findings[0].overlap_bytes, 4u);
+
+  AnalysisResult racy = analyse("views_racy_default");
+  ASSERT_EQ(racy.findings.size(), 1u);
+  EXPECT_EQ(racy.findings[0].kind, analysis::RaceKind::kReadAfterWrite);
+  EXPECT_EQ(racy.findings[0].confidence, Confidence::kPossible);
+  EXPECT_EQ(racy.findings[0].later.direction, "read");
+  EXPECT_FALSE(racy.findings[0].later.exact);
+
+  // Without the signature rule every pointer is read-or-write: the buffer itself conflicts.
+  analysis::AnalyzerOptions opts;
+  opts.kernel_pointers_unknown_direction = true;
+  analysis::Analyzer a(opts);
+  for (const auto& t : analysis::expand_trace_inputs({(kRoot / "views_readread_default").string()})) a.add_trace(t);
+  AnalysisResult unknown = a.finish();
+  ASSERT_EQ(unknown.findings.size(), 1u);
+  EXPECT_EQ(unknown.findings[0].overlap_bytes, 4u * kMiB);
+}
+
 using Key = std::tuple<std::string, std::string, std::string, std::string, uint64_t>;
 std::vector<Key> keys(const AnalysisResult& r) {
   std::vector<Key> out;
