@@ -45,3 +45,47 @@ TEST(KernelSignature, ReadOnlyPointersNeedAOneToOneMapping) {
 
 }  // namespace
 }  // namespace streamrace::analysis
+
+// The rule in the analyzer, racy program and clean twin: a writer and a `const` reader of one
+// buffer on unordered streams are a possible read-after-write; two `const` readers are clean.
+#include "support/trace_test_support.h"
+
+namespace streamrace {
+namespace {
+
+analysis::AnalysisResult two_kernels(const char* first, const char* second) {
+  testing::TempDir dir;
+  std::string path = dir.file("k.srace");
+  {
+    trace::TraceBuilder t(path, trace::TraceBuilder::default_header(0));
+    uint64_t a = t.create_stream(), b = t.create_stream();
+    uint64_t buf = t.alloc(4096);
+    t.at("k.cu", 10, "main").kernel(a, first, {buf}, 0, trace::kKernelArgsScanned);
+    t.at("k.cu", 20, "main").kernel(b, second, {buf}, 0, trace::kKernelArgsScanned);
+  }
+  return testing::analyze_files({path});
+}
+
+TEST(KernelSignatureRule, WriterThenConstReaderIsAPossibleReadAfterWrite) {
+  auto r = two_kernels("produce(float*, int)", "consume(float const*, int)");
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].kind, analysis::RaceKind::kReadAfterWrite);
+  EXPECT_EQ(r.findings[0].confidence, analysis::Confidence::kPossible);
+  EXPECT_EQ(r.findings[0].earlier.direction, "read or write");
+  EXPECT_EQ(r.findings[0].later.direction, "read");
+  EXPECT_FALSE(r.findings[0].later.exact);
+}
+
+TEST(KernelSignatureRule, TwoConstReadersAreClean) {
+  EXPECT_TRUE(two_kernels("consume(float const*, int)", "consume(float const*, int)").findings.empty());
+}
+
+TEST(KernelSignatureRule, ConstReaderThenWriterIsAPossibleWriteAfterRead) {
+  auto r = two_kernels("consume(float const*, int)", "produce(float*, int)");
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].kind, analysis::RaceKind::kWriteAfterRead);
+  EXPECT_EQ(r.findings[0].confidence, analysis::Confidence::kPossible);
+}
+
+}  // namespace
+}  // namespace streamrace
