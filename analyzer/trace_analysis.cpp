@@ -364,9 +364,13 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
   // `T const*` parameters of a C++ kernel are reads (extent still unknown).
   const std::vector<bool>* read_only = nullptr;
   if (n > 0 && (k.flags & kKernelArgsScanned) && !opts_.kernel_pointers_unknown_direction) {
-    auto [it, fresh] = read_only_cache_.try_emplace((uint64_t(k.name_id) << 32) | n);
-    if (fresh) it->second = read_only_pointers(str(k.name_id), n).value_or(std::vector<bool>{});
-    if (it->second.size() == n) read_only = &it->second;
+    if (k.name_id >= read_only_cache_.size()) read_only_cache_.resize(size_t(k.name_id) + 1);
+    ReadOnlyEntry& entry = read_only_cache_[k.name_id];
+    if (entry.nptrs_plus1 != n + 1) {
+      entry.nptrs_plus1 = uint32_t(n + 1);
+      entry.read_only = read_only_pointers(str(k.name_id), n).value_or(std::vector<bool>{});
+    }
+    if (entry.read_only.size() == n) read_only = &entry.read_only;
   }
   for (size_t i = 0; i < n; ++i) {
     uint64_t p;

@@ -78,9 +78,13 @@ class TraceAnalysis {
   // Length of the latest exact access starting at each address (kernel extents, see
   // AnalyzerOptions): the caching allocator reuses addresses, so the latest use counts.
   AddressLengthMap exact_extent_;
-  // (kernel name id << 32 | pointer count) -> which recorded pointers are `T const*`
-  // parameters; empty when the signature does not tell.
-  std::unordered_map<uint64_t, std::vector<bool>> read_only_cache_;
+  // Per kernel name id: for the pointer count last seen with it, which recorded pointers are
+  // `T const*` parameters (empty: the signature does not tell). Name ids are dense.
+  struct ReadOnlyEntry {
+    uint32_t nptrs_plus1 = 0;  // 0 = not looked at yet
+    std::vector<bool> read_only;
+  };
+  std::vector<ReadOnlyEntry> read_only_cache_;
   std::vector<PendingFinding> pending_;
   // Identity of a finding inside one trace: both sites and the shape of the conflict.
   struct SiteKey {
