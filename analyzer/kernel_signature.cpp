@@ -38,11 +38,11 @@ ParamKind classify(std::string_view p) {
     return is_const ? ParamKind::kConstPointer : ParamKind::kPointer;
   }
   if (p.find_first_of("<>(&[") != std::string_view::npos) return ParamKind::kOther;
-  static constexpr std::array<std::string_view, 21> kScalars = {
-      "bool",      "char",          "signed char",        "unsigned char",      "short",     "unsigned short",
-      "int",       "unsigned int",  "long",               "unsigned long",      "long long", "unsigned long long",
-      "float",     "double",        "__half",             "__nv_bfloat16",      "c10::Half", "c10::BFloat16",
-      "int const", "unsigned",      "float const"};
+  // (A trailing `const` was stripped above.)
+  static constexpr std::array<std::string_view, 19> kScalars = {
+      "bool",  "char",          "signed char", "unsigned char", "short",     "unsigned short", "int",
+      "unsigned int", "unsigned", "long",      "unsigned long", "long long", "unsigned long long",
+      "float", "double",        "__half",      "__nv_bfloat16", "c10::Half", "c10::BFloat16"};
   for (std::string_view s : kScalars)
     if (p == s) return ParamKind::kScalar;
   return ParamKind::kOther;

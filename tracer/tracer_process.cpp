@@ -12,7 +12,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <set>
 #include <sstream>
 
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
@@ -217,31 +216,6 @@ std::string own_directory() {
   return slash == std::string::npos ? "." : p.substr(0, slash);
 }
 
-// STREAMRACE_PRECISE: "all", "regex:PATTERN" or "names:FILE" (one kernel name per line;
-// `streamrace run --precise=auto` writes it). Returns "" or why the value is unusable.
-std::string make_selector(const std::string& spec, precise::KernelSelector& out) {
-  if (spec == "all" || spec == "1") {
-    out = precise::KernelSelector::all();
-    return "";
-  }
-  if (spec.rfind("regex:", 0) == 0) {
-    std::string error;
-    auto sel = precise::KernelSelector::regex(spec.substr(6), &error);
-    if (!sel) return "STREAMRACE_PRECISE: the kernel regex does not compile: " + error;
-    out = *sel;
-    return "";
-  }
-  if (spec.rfind("names:", 0) == 0) {
-    std::ifstream in(spec.substr(6));
-    if (!in) return "STREAMRACE_PRECISE: cannot read the kernel list " + spec.substr(6);
-    std::set<std::string> names;
-    for (std::string line; std::getline(in, line);)
-      if (!line.empty()) names.insert(line);
-    out = precise::KernelSelector::names(std::move(names));
-    return "";
-  }
-  return "STREAMRACE_PRECISE=" + spec + " is not all, regex:PATTERN or names:FILE";
-}
 #endif
 
 }  // namespace
@@ -267,7 +241,7 @@ bool TracerProcess::start_precise() {
   std::string why;
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
   precise::SanitizerOptions options;
-  why = make_selector(precise_spec_, options.selector);
+  if (auto sel = precise::selector_from_setting(precise_spec_, &why)) options.selector = std::move(*sel);
   if (why.empty()) {
     const char* patches = std::getenv("STREAMRACE_PRECISE_PATCHES");
     options.patches_path =

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
 #include <memory>
 
 #include "tracer/precise/interval_conversion.h"
@@ -212,6 +213,34 @@ TEST(PreciseConversion, OverflowBecomesOneRegionAfterTheExactRecords) {
   out = slot_to_accesses(*s, 77);
   ASSERT_EQ(out.size(), 2u);
   expect_access(out[1], 77, b + 0x10000000, 0x10000000, AccessDir::kReadWrite, true);
+}
+
+// The STREAMRACE_PRECISE value `streamrace run` hands the traced processes.
+TEST(PreciseSelection, SettingsFromTheEnvironment) {
+  std::string why;
+  auto all = selector_from_setting("all", &why);
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->mode(), KernelSelector::Mode::kAll);
+  auto re = selector_from_setting("regex:layer_norm", &why);
+  ASSERT_TRUE(re);
+  EXPECT_TRUE(re->should_patch("_Z10layer_normv", "layer_norm()"));
+  EXPECT_FALSE(re->should_patch("_Z7softmaxv", "softmax()"));
+
+  const std::string list = ::testing::TempDir() + "precise_kernels.txt";
+  {
+    std::ofstream out(list);
+    out << "consume(float const*, float*, int)\n\nproduce(float*, int)\n";
+  }
+  auto names = selector_from_setting("names:" + list, &why);
+  ASSERT_TRUE(names);
+  EXPECT_EQ(names->name_set(), (std::set<std::string>{"consume(float const*, float*, int)", "produce(float*, int)"}));
+
+  EXPECT_FALSE(selector_from_setting("regex:([", &why));
+  EXPECT_EQ(why.rfind("STREAMRACE_PRECISE: the kernel regex does not compile: ", 0), 0u) << why;
+  EXPECT_FALSE(selector_from_setting("names:/nonexistent/kernels.txt", &why));
+  EXPECT_EQ(why, "STREAMRACE_PRECISE: cannot read the kernel list /nonexistent/kernels.txt");
+  EXPECT_FALSE(selector_from_setting("some", &why));
+  EXPECT_EQ(why, "STREAMRACE_PRECISE=some is not all, regex:PATTERN or names:FILE");
 }
 
 }  // namespace

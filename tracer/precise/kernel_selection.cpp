@@ -1,6 +1,8 @@
 // KernelSelector: see kernel_selection.h.
 #include "tracer/precise/kernel_selection.h"
 
+#include <fstream>
+
 #include <cctype>
 
 namespace streamrace::tracer::precise {
@@ -69,6 +71,30 @@ PreciseSpec parse_precise_spec(std::string_view value) {
   spec.kind = PreciseSpec::Kind::kRegex;
   spec.pattern = std::string(value);
   return spec;
+}
+
+std::optional<KernelSelector> selector_from_setting(std::string_view setting, std::string* error) {
+  auto fail = [&](std::string why) -> std::optional<KernelSelector> {
+    if (error) *error = std::move(why);
+    return std::nullopt;
+  };
+  if (setting == "all" || setting == "1") return KernelSelector::all();
+  if (setting.substr(0, 6) == "regex:") {
+    std::string why;
+    auto sel = KernelSelector::regex(std::string(setting.substr(6)), &why);
+    if (!sel) return fail("STREAMRACE_PRECISE: the kernel regex does not compile: " + why);
+    return sel;
+  }
+  if (setting.substr(0, 6) == "names:") {
+    const std::string path(setting.substr(6));
+    std::ifstream in(path);
+    if (!in) return fail("STREAMRACE_PRECISE: cannot read the kernel list " + path);
+    std::set<std::string> names;
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) names.insert(line);
+    return KernelSelector::names(std::move(names));
+  }
+  return fail("STREAMRACE_PRECISE=" + std::string(setting) + " is not all, regex:PATTERN or names:FILE");
 }
 
 std::set<std::string> kernels_to_confirm(std::span<const analysis::Finding> findings) {

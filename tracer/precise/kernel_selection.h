@@ -51,6 +51,11 @@ struct PreciseSpec {
 // Empty value means "all" (a bare `--precise`).
 PreciseSpec parse_precise_spec(std::string_view value);
 
+// The traced processes' STREAMRACE_PRECISE value, as `streamrace run` writes it: "all",
+// "regex:PATTERN" or "names:FILE" (one kernel name per line). nullopt when it is none of
+// these, the regex does not compile or the file cannot be read; `error` then says why.
+std::optional<KernelSelector> selector_from_setting(std::string_view setting, std::string* error = nullptr);
+
 // Kernel names of the kernel accesses in `possible` findings: the launches whose exact
 // ranges would decide those findings. NCCL kernels are left out.
 std::set<std::string> kernels_to_confirm(std::span<const analysis::Finding> findings);

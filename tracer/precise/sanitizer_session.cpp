@@ -190,21 +190,24 @@ void on_api(State& st, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbi
 // everything outside --precise=REGEX) are left unpatched, so their kernels run at full speed.
 // Answers true when the driver cannot list the module's functions (older drivers).
 bool module_has_selected_kernel(State& st, CUmodule mod) {
-  using CountFn = CUresult (*)(unsigned int*, CUmodule);
-  using EnumFn = CUresult (*)(CUfunction*, unsigned int, CUmodule);
-  using NameFn = CUresult (*)(const char**, CUfunction);
-  static CountFn count_fn = nullptr;
-  static EnumFn enum_fn = nullptr;
-  static NameFn name_fn = nullptr;
-  static bool looked = false;
-  if (!looked) {
-    looked = true;
+  struct DriverFns {
+    CUresult (*count)(unsigned int*, CUmodule) = nullptr;
+    CUresult (*enumerate)(CUfunction*, unsigned int, CUmodule) = nullptr;
+    CUresult (*name)(const char**, CUfunction) = nullptr;
+  };
+  // Looked up once, thread-safely: modules may load on several threads at once.
+  static const DriverFns fn = [] {
+    DriverFns f;
     if (void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD)) {
-      count_fn = reinterpret_cast<CountFn>(dlsym(cuda, "cuModuleGetFunctionCount"));
-      enum_fn = reinterpret_cast<EnumFn>(dlsym(cuda, "cuModuleEnumerateFunctions"));
-      name_fn = reinterpret_cast<NameFn>(dlsym(cuda, "cuFuncGetName"));
+      f.count = reinterpret_cast<decltype(f.count)>(dlsym(cuda, "cuModuleGetFunctionCount"));
+      f.enumerate = reinterpret_cast<decltype(f.enumerate)>(dlsym(cuda, "cuModuleEnumerateFunctions"));
+      f.name = reinterpret_cast<decltype(f.name)>(dlsym(cuda, "cuFuncGetName"));
     }
-  }
+    return f;
+  }();
+  const auto count_fn = fn.count;
+  const auto enum_fn = fn.enumerate;
+  const auto name_fn = fn.name;
   if (!count_fn || !enum_fn || !name_fn) return true;
   InternalCallGuard guard;
   unsigned int n = 0;
