@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "traceformat/records.h"
+#include "traceformat/call_stream.h"
 
 namespace streamrace::analysis {
 
@@ -12,11 +12,7 @@ using trace::is_legacy_stream;
 using trace::is_per_thread_stream;
 
 std::string StreamState::label() const {
-  if (legacy) return fmt::format("legacy default stream (device {})", device);
-  if (per_thread)
-    return fmt::format("per-thread default stream (thread {}, device {})", (handle >> 16) & 0xFFFF, device);
-  std::string kind = !known ? "untraced creation" : blocking ? "blocking" : "non-blocking";
-  return fmt::format("stream {:#x} ({}, device {})", handle, kind, device);
+  return trace::stream_label(handle, trace::StreamTraits{known, !blocking, device});
 }
 
 StreamState& HappensBefore::stream(uint64_t handle) {

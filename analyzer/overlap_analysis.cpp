@@ -8,7 +8,7 @@
 #include <map>
 #include <unordered_map>
 
-#include "traceformat/trace_file.h"
+#include "traceformat/call_stream.h"
 
 namespace streamrace::analysis {
 
@@ -57,42 +57,18 @@ uint64_t union_length(std::vector<Interval>& v) {
   return total;
 }
 
-std::string label_of(uint64_t stream) {
-  if (is_legacy_stream(stream)) return fmt::format("legacy default stream (device {})", stream & 0xFFFF);
-  if (is_per_thread_stream(stream)) return fmt::format("per-thread default stream (thread {})", (stream >> 16) & 0xFFFF);
-  return fmt::format("stream {:#x}", stream);
-}
-
 }  // namespace
 
 RankOverlap analyze_overlap(const std::string& path, const OverlapOptions& opts) {
-  TraceReader reader(path);
+  CallStream stream(path);
   RankOverlap out;
   out.trace = path;
-  out.rank = reader.header().rank;
-  std::vector<std::string> strings(1);
-  std::unordered_map<uint32_t, std::vector<StackFrame>> stacks;
-  // Call records, kept compactly and put in sequence order afterwards.
-  std::vector<std::pair<uint64_t, std::pair<RecordKind, std::vector<uint8_t>>>> calls;
+  out.rank = stream.header().rank;
+  // Call records in call order, kept compactly; timings arrive after their ops.
+  std::vector<std::pair<RecordKind, std::vector<uint8_t>>> calls;
   std::unordered_map<uint64_t, std::pair<uint64_t, uint64_t>> timing;  // correlation -> start, end
-  reader.for_each([&](const RecordView& r) {
+  stream.for_each([&](const RecordView& r) {
     switch (r.kind) {
-      case RecordKind::kStringDef: {
-        auto h = r.as<StringDefHead>();
-        if (h.id > 50'000'000) return;
-        if (h.id >= strings.size()) strings.resize(h.id + 1);
-        auto t = r.tail<StringDefHead>();
-        strings[h.id].assign(reinterpret_cast<const char*>(t.data()), t.size());
-        return;
-      }
-      case RecordKind::kStackDef: {
-        auto h = r.as<StackDefHead>();
-        auto t = r.tail<StackDefHead>();
-        std::vector<StackFrame> f(std::min<size_t>(h.nframes, t.size() / sizeof(StackFrame)));
-        if (!f.empty()) std::memcpy(f.data(), t.data(), f.size() * sizeof(StackFrame));
-        stacks[h.id] = std::move(f);
-        return;
-      }
       case RecordKind::kOpTiming: {
         auto t = r.as<OpTiming>();
         timing[t.correlation] = {t.start_ns, t.end_ns};
@@ -101,37 +77,31 @@ RankOverlap analyze_overlap(const std::string& path, const OverlapOptions& opts)
       case RecordKind::kNcclCommInit: {
         auto c = r.as<NcclCommInit>();
         if (c.rank >= 0 && out.rank < 0) out.rank = c.rank;
-        break;
-      }
-      default:
-        break;
-    }
-    switch (r.kind) {
-      case RecordKind::kKernelLaunch: case RecordKind::kMemcpy: case RecordKind::kMemset: case RecordKind::kNcclCall:
-      case RecordKind::kEventRecord: case RecordKind::kStreamWaitEvent: case RecordKind::kEventSynchronize:
-      case RecordKind::kStreamSynchronize: case RecordKind::kDeviceSynchronize: {
-        CallInfo ci;
-        std::memcpy(&ci, r.body.data(), sizeof(ci));
-        calls.push_back({ci.seq, {r.kind, std::vector<uint8_t>(r.body.begin(), r.body.end())}});
         return;
       }
+      case RecordKind::kKernelLaunch: case RecordKind::kMemcpy: case RecordKind::kMemset: case RecordKind::kNcclCall:
+      case RecordKind::kEventRecord: case RecordKind::kStreamWaitEvent: case RecordKind::kEventSynchronize:
+      case RecordKind::kStreamSynchronize: case RecordKind::kDeviceSynchronize:
+        calls.push_back({r.kind, std::vector<uint8_t>(r.body.begin(), r.body.end())});
+        return;
       default:
         return;
     }
   });
-  std::sort(calls.begin(), calls.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-
+  const TraceDictionary& dict = stream.dictionary();
   auto frames_of = [&](uint32_t id) {
     std::vector<Frame> f;
-    auto it = stacks.find(id);
-    if (it == stacks.end()) return f;
-    for (const auto& s : it->second)
-      f.push_back(Frame{s.file_id < strings.size() ? strings[s.file_id] : "",
-                        s.function_id < strings.size() ? strings[s.function_id] : "", s.line,
-                        s.kind == FrameKind::kPython, s.pc});
+    if (const auto* frames = dict.stack(id))
+      for (const auto& s : *frames)
+        f.push_back(Frame{dict.str(s.file_id), dict.str(s.function_id), s.line, s.kind == FrameKind::kPython, s.pc});
     return f;
   };
-  auto name_of = [&](uint32_t id) { return id < strings.size() ? strings[id] : std::string(); };
+  auto name_of = [&](uint32_t id) { return dict.str(id); };
+  auto label_of = [&](uint64_t s) {
+    auto [it, inserted] = out.stream_labels.try_emplace(s);
+    if (inserted) it->second = dict.label(s);
+    return it->second;
+  };
 
   std::vector<Op> ops;
   std::vector<Sync> syncs;
@@ -147,8 +117,10 @@ RankOverlap analyze_overlap(const std::string& path, const OverlapOptions& opts)
     last_op_on_stream[op.stream] = int64_t(ops.size());
     ops.push_back(op);
   };
-  for (auto& [seq, rec] : calls) {
+  for (auto& rec : calls) {
     RecordView v{rec.first, rec.second};
+    uint64_t seq;
+    std::memcpy(&seq, rec.second.data(), sizeof(seq));
     switch (rec.first) {
       case RecordKind::kKernelLaunch: {
         auto k = v.as<KernelLaunchHead>();
@@ -347,6 +319,8 @@ RankOverlap analyze_overlap(const std::string& path, const OverlapOptions& opts)
             [](const ComputeWait& x, const ComputeWait& y) { return x.end_ns - x.start_ns > y.end_ns - y.start_ns; });
   if (out.waits.size() > opts.max_waits) out.waits.resize(opts.max_waits);
   for (const auto& c : cause_order) out.wait_by_cause.emplace_back(c, cause_total[c]);
+  for (const auto& c : out.per_collective) label_of(c.stream);
+  for (const auto& w : out.waits) label_of(w.stream);
   return out;
 }
 
@@ -365,6 +339,10 @@ std::string site(const std::vector<Frame>& stack) {
 
 void write_overlap_text(std::ostream& out, const std::vector<RankOverlap>& ranks, const OverlapOptions& opts) {
   for (const RankOverlap& r : ranks) {
+    auto label_of = [&](uint64_t s) {
+      auto it = r.stream_labels.find(s);
+      return it != r.stream_labels.end() ? it->second : trace::stream_label(s, {});
+    };
     out << fmt::format("rank {} ({})\n", r.rank, r.trace);
     if (r.timed_ops == 0) {
       out << "  no device timestamps in this trace: record it with the tracer's activity timing on\n";

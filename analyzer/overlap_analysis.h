@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,8 @@ struct RankOverlap {
   std::vector<ComputeWait> waits;  // longest first, at most `max_waits`
   // Totals per cause (ns), in the order of first appearance.
   std::vector<std::pair<std::string, uint64_t>> wait_by_cause;
+  // How the trace names each stream above (trace::stream_label).
+  std::map<uint64_t, std::string> stream_labels;
 };
 
 struct OverlapOptions {

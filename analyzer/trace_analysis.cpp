@@ -2,6 +2,7 @@
 #include "analyzer/trace_analysis.h"
 
 #include "analyzer/kernel_signature.h"
+#include "traceformat/call_stream.h"
 
 #include <fmt/format.h>
 
@@ -26,28 +27,17 @@ const char* alloc_kind_name(uint8_t k) {
   return "untracked memory";
 }
 
-template <typename T>
-T body_as(std::span<const uint8_t> body) {
-  T out{};
-  std::memcpy(&out, body.data(), std::min(body.size(), sizeof(T)));
-  return out;
-}
 
 }  // namespace
 
 TraceAnalysis::TraceAnalysis(std::string path, const AnalyzerOptions& opts)
-    : path_(std::move(path)), opts_(opts), hb_(opts.separate_host_threads, opts.unknown_streams_blocking) {
-  strings_.emplace_back();  // id 0 = none
-}
+    : path_(std::move(path)), opts_(opts), hb_(opts.separate_host_threads, opts.unknown_streams_blocking) {}
 
-const std::string& TraceAnalysis::str(uint32_t id) const {
-  static const std::string empty;
-  return id < strings_.size() ? strings_[id] : empty;
-}
+const std::string& TraceAnalysis::str(uint32_t id) const { return dict_->str(id); }
 
 void TraceAnalysis::run() {
-  TraceReader reader(path_);
-  const TraceHeader& h = reader.header();
+  CallStream stream(path_);
+  const TraceHeader& h = stream.header();
   summary_.path = path_;
   summary_.host = h.host;
   summary_.pid = h.pid;
@@ -60,20 +50,9 @@ void TraceAnalysis::run() {
                         "CUDA calls were not captured in this process (" + h.capture_status +
                             "): its trace cannot show races; free the CUPTI slot (Nsight, the PyTorch profiler or "
                             "compute-sanitizer hold it) and run again"});
-  auto fn = [this](const RecordView& r) { process(r); };
-  while (reader.next_chunk(fn))
-    if (opts_.progress) opts_.progress(reader.stats().valid_bytes, reader.file_size());
-  // Whatever is still waiting for a missing sequence number runs in order now.
-  if (!reorder_.empty()) {
-    seq_gaps_ += reorder_.begin()->first - next_seq_;
-    auto pending = std::move(reorder_);
-    reorder_.clear();
-    for (auto& [seq, rec] : pending) dispatch(rec.first, rec.second);
-  }
-  for (const auto& w : reader.warnings()) notices_.push_back({"warning", path_, w});
-  if (seq_gaps_)
-    notices_.push_back({"warning", path_,
-                        fmt::format("{} call records are missing from the sequence (records lost?)", seq_gaps_)});
+  dict_ = &stream.dictionary();
+  stream.for_each([this](const RecordView& r) { dispatch(r); }, opts_.progress);
+  for (const auto& w : stream.warnings()) notices_.push_back({"warning", path_, w});
   if (graph_launches_)
     notices_.push_back({"warning", path_,
                         fmt::format("{} CUDA graph launches were not analysed: work inside graphs is not modelled yet, "
@@ -82,18 +61,19 @@ void TraceAnalysis::run() {
   if (captured_ops_)
     notices_.push_back({"warning", path_,
                         fmt::format("{} operations issued during stream capture were not analysed", captured_ops_)});
-  summary_.records = reader.stats().records;
-  summary_.complete = reader.stats().complete;
-  summary_.truncated = reader.stats().truncated;
-  if (summary_.rank < 0 && comm_rank_ >= 0) summary_.rank = comm_rank_;
+  summary_.records = stream.read_stats().records;
+  summary_.complete = stream.read_stats().complete;
+  summary_.truncated = stream.read_stats().truncated;
   if (comm_rank_ >= 0) summary_.rank = comm_rank_;
+  owned_dict_ = stream.release_dictionary();
+  dict_ = &owned_dict_;
 }
 
 void TraceAnalysis::collect_precise_accesses() {
   // A launch's measured intervals reach the trace at the next synchronisation point, after
   // calls that followed the launch; a first pass gathers them so the main pass can apply
   // them where the launch happened.
-  TraceReader pre(path_);
+  CallStream pre(path_);
   pre.for_each([this](const RecordView& r) {
     if (r.kind == RecordKind::kKernelAccess) {
       KernelAccess ka = r.as<KernelAccess>();
@@ -102,160 +82,115 @@ void TraceAnalysis::collect_precise_accesses() {
   });
 }
 
-void TraceAnalysis::process(const RecordView& r) {
-  if (!has_call_info(r.kind)) {
-    dispatch(r.kind, r.body);
-    return;
-  }
-  uint64_t seq;
-  if (r.body.size() < sizeof(CallInfo)) return;
-  std::memcpy(&seq, r.body.data(), sizeof(seq));
-  if (seq == next_seq_ && reorder_.empty()) {
-    ++next_seq_;
-    dispatch(r.kind, r.body);
-    return;
-  }
-  if (seq < next_seq_) return;  // duplicate
-  reorder_.emplace(seq, std::make_pair(r.kind, std::vector<uint8_t>(r.body.begin(), r.body.end())));
-  while (!reorder_.empty() && reorder_.begin()->first == next_seq_) {
-    auto node = reorder_.extract(reorder_.begin());
-    ++next_seq_;
-    dispatch(node.mapped().first, node.mapped().second);
-  }
-  // A record that never comes must not make us hold the rest of the file.
-  if (reorder_.size() > (1u << 20)) {
-    seq_gaps_ += reorder_.begin()->first - next_seq_;
-    next_seq_ = reorder_.begin()->first;
-    while (!reorder_.empty() && reorder_.begin()->first == next_seq_) {
-      auto node = reorder_.extract(reorder_.begin());
-      ++next_seq_;
-      dispatch(node.mapped().first, node.mapped().second);
-    }
-  }
-}
-
-void TraceAnalysis::dispatch(RecordKind kind, std::span<const uint8_t> body) {
-  switch (kind) {
-    case RecordKind::kStringDef: {
-      auto h = body_as<StringDefHead>(body);
-      if (h.id >= 0x4000'0000u) return;
-      if (h.id >= strings_.size()) strings_.resize(h.id + 1);
-      strings_[h.id].assign(reinterpret_cast<const char*>(body.data()) + sizeof(h), body.size() - sizeof(h));
-      return;
-    }
-    case RecordKind::kStackDef: {
-      auto h = body_as<StackDefHead>(body);
-      size_t n = std::min<size_t>(h.nframes, (body.size() - sizeof(h)) / sizeof(StackFrame));
-      std::vector<StackFrame> frames(n);
-      if (n) std::memcpy(frames.data(), body.data() + sizeof(h), n * sizeof(StackFrame));
-      stacks_[h.id] = std::move(frames);
-      return;
-    }
+void TraceAnalysis::dispatch(const RecordView& r) {
+  switch (r.kind) {
+    case RecordKind::kStringDef:
+    case RecordKind::kStackDef:
+      return;  // in the dictionary
     case RecordKind::kNotice: {
-      auto h = body_as<NoticeHead>(body);
-      std::string text(reinterpret_cast<const char*>(body.data()) + sizeof(h), body.size() - sizeof(h));
+      auto h = r.as<NoticeHead>();
+      auto t = r.tail<NoticeHead>();
       const char* lvl = h.level == NoticeLevel::kError ? "error" : h.level == NoticeLevel::kWarning ? "warning" : "info";
-      notices_.push_back({lvl, path_, text});
+      notices_.push_back({lvl, path_, std::string(reinterpret_cast<const char*>(t.data()), t.size())});
       return;
     }
     case RecordKind::kStreamCreate: {
-      auto r = body_as<StreamCreate>(body);
-      hb_.stream_created(r.stream, r.device, r.flags, r.priority);
+      auto c = r.as<StreamCreate>();
+      hb_.stream_created(c.stream, c.device, c.flags, c.priority);
       return;
     }
     case RecordKind::kStreamDestroy:
-      hb_.stream_destroyed(body_as<StreamDestroy>(body).stream);
+      hb_.stream_destroyed(r.as<StreamDestroy>().stream);
       return;
     case RecordKind::kEventCreate:
-      hb_.event_created(body_as<EventCreate>(body).event);
+      hb_.event_created(r.as<EventCreate>().event);
       return;
     case RecordKind::kEventDestroy:
       return;
     case RecordKind::kEventRecord: {
-      auto r = body_as<EventRecord>(body);
-      if (skip_captured(hb_.stream(r.stream))) return;
-      hb_.event_recorded(r.event, r.stream, r.call.thread, r.call.seq);
+      auto e = r.as<EventRecord>();
+      if (skip_captured(hb_.stream(e.stream))) return;
+      hb_.event_recorded(e.event, e.stream, e.call.thread, e.call.seq);
       return;
     }
     case RecordKind::kStreamWaitEvent: {
-      auto r = body_as<StreamWaitEvent>(body);
-      hb_.stream_waits(r.stream, r.event, r.call.thread);
+      auto w = r.as<StreamWaitEvent>();
+      hb_.stream_waits(w.stream, w.event, w.call.thread);
       return;
     }
     case RecordKind::kEventSynchronize: {
-      auto r = body_as<EventSynchronize>(body);
-      hb_.host_joins_event(r.event, r.call.thread);
+      auto e = r.as<EventSynchronize>();
+      hb_.host_joins_event(e.event, e.call.thread);
       return;
     }
     case RecordKind::kEventQuery: {
-      auto r = body_as<EventQuery>(body);
-      if (r.result == 0) hb_.host_joins_event(r.event, r.call.thread);
+      auto q = r.as<EventQuery>();
+      if (q.result == 0) hb_.host_joins_event(q.event, q.call.thread);
       return;
     }
     case RecordKind::kStreamSynchronize: {
-      auto r = body_as<StreamSynchronize>(body);
-      hb_.host_joins_stream(r.stream, r.call.thread);
+      auto q = r.as<StreamSynchronize>();
+      hb_.host_joins_stream(q.stream, q.call.thread);
       return;
     }
     case RecordKind::kStreamQuery: {
-      auto r = body_as<StreamQuery>(body);
-      if (r.result == 0) hb_.host_joins_stream(r.stream, r.call.thread);
+      auto q = r.as<StreamQuery>();
+      if (q.result == 0) hb_.host_joins_stream(q.stream, q.call.thread);
       return;
     }
     case RecordKind::kDeviceSynchronize: {
-      auto r = body_as<DeviceSynchronize>(body);
-      hb_.host_joins_device(r.device, r.call.thread);
+      auto d = r.as<DeviceSynchronize>();
+      hb_.host_joins_device(d.device, d.call.thread);
       return;
     }
     case RecordKind::kKernelLaunch:
-      on_kernel(body_as<KernelLaunchHead>(body),
-                body.size() > sizeof(KernelLaunchHead) ? body.subspan(sizeof(KernelLaunchHead)) : std::span<const uint8_t>{});
+      on_kernel(r.as<KernelLaunchHead>(), r.tail<KernelLaunchHead>());
       return;
     case RecordKind::kMemcpy:
-      on_memcpy(body_as<Memcpy>(body));
+      on_memcpy(r.as<Memcpy>());
       return;
     case RecordKind::kMemset:
-      on_memset(body_as<Memset>(body));
+      on_memset(r.as<Memset>());
       return;
     case RecordKind::kKernelAccess:
       return;  // precise tier: gathered up front, applied with its launch (on_kernel)
     case RecordKind::kAlloc:
-      on_alloc(body_as<Alloc>(body));
+      on_alloc(r.as<Alloc>());
       return;
     case RecordKind::kFree:
-      on_free(body_as<Free>(body));
+      on_free(r.as<Free>());
       return;
     case RecordKind::kNcclCommInit: {
-      auto r = body_as<NcclCommInit>(body);
-      if (r.nranks > comm_size_) {
-        comm_size_ = r.nranks;
-        comm_rank_ = r.rank;
+      auto c = r.as<NcclCommInit>();
+      if (c.nranks > comm_size_) {
+        comm_size_ = c.nranks;
+        comm_rank_ = c.rank;
       }
       return;
     }
     case RecordKind::kNcclCall: {
-      auto r = body_as<NcclCall>(body);
-      if (r.group_depth > 0) {
-        group_ops_.push_back(r);
+      auto n = r.as<NcclCall>();
+      if (n.group_depth > 0) {
+        group_ops_.push_back(n);
         return;
       }
-      on_nccl(r);
+      on_nccl(n);
       return;
     }
     case RecordKind::kNcclGroupStart:
       return;
     case RecordKind::kNcclGroupEnd:
-      on_group_end(body_as<NcclGroupEnd>(body));
+      on_group_end(r.as<NcclGroupEnd>());
       return;
     case RecordKind::kGraphLaunch: {
-      auto r = body_as<GraphLaunch>(body);
+      auto g = r.as<GraphLaunch>();
       ++graph_launches_;
-      hb_.begin_op(r.stream, r.call.thread);
+      hb_.begin_op(g.stream, g.call.thread);
       return;
     }
     case RecordKind::kStreamCapture: {
-      auto r = body_as<StreamCapture>(body);
-      hb_.stream(r.stream).capturing = r.begin != 0;
+      auto c = r.as<StreamCapture>();
+      hb_.stream(c.stream).capturing = c.begin != 0;
       return;
     }
     case RecordKind::kOpTiming:
@@ -364,8 +299,9 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
   // `T const*` parameters of a C++ kernel are reads (extent still unknown).
   const std::vector<bool>* read_only = nullptr;
   if (n > 0 && (k.flags & kKernelArgsScanned) && !opts_.kernel_pointers_unknown_direction) {
-    if (k.name_id >= read_only_cache_.size()) read_only_cache_.resize(size_t(k.name_id) + 1);
-    ReadOnlyEntry& entry = read_only_cache_[k.name_id];
+    // Name ids are dense in a tracer's trace; a stray large one gets a slot of its own.
+    if (k.name_id < kDenseNameIds && k.name_id >= read_only_cache_.size()) read_only_cache_.resize(size_t(k.name_id) + 1);
+    ReadOnlyEntry& entry = k.name_id < kDenseNameIds ? read_only_cache_[k.name_id] : read_only_sparse_[k.name_id];
     if (entry.nptrs_plus1 != n + 1) {
       entry.nptrs_plus1 = uint32_t(n + 1);
       entry.read_only = read_only_pointers(str(k.name_id), n).value_or(std::vector<bool>{});
@@ -559,9 +495,9 @@ void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
 
 std::vector<Frame> TraceAnalysis::resolve_stack(uint32_t id) const {
   std::vector<Frame> out;
-  auto it = stacks_.find(id);
-  if (it == stacks_.end()) return out;
-  for (const StackFrame& f : it->second)
+  const std::vector<StackFrame>* frames = dict_->stack(id);
+  if (!frames) return out;
+  for (const StackFrame& f : *frames)
     out.push_back(Frame{str(f.file_id), str(f.function_id), f.line, f.kind == FrameKind::kPython, f.pc});
   return out;
 }

@@ -13,7 +13,7 @@
 #include "analyzer/analyzer.h"
 #include "analyzer/happens_before.h"
 #include "analyzer/shadow_memory.h"
-#include "traceformat/trace_file.h"
+#include "traceformat/call_stream.h"
 
 namespace streamrace::analysis {
 
@@ -43,9 +43,8 @@ class TraceAnalysis {
     uint64_t first_seq = 0, last_seq = 0;
   };
 
-  void process(const trace::RecordView& r);
   void collect_precise_accesses();
-  void dispatch(trace::RecordKind kind, std::span<const uint8_t> body);
+  void dispatch(const trace::RecordView& r);
   void on_memcpy(const trace::Memcpy& m);
   void on_memset(const trace::Memset& m);
   void on_kernel(const trace::KernelLaunchHead& k, std::span<const uint8_t> tail);
@@ -68,10 +67,9 @@ class TraceAnalysis {
   AnalyzerOptions opts_;
   HappensBefore hb_;
   ShadowMemory shadow_;
-  std::vector<std::string> strings_;
-  std::unordered_map<uint32_t, std::vector<trace::StackFrame>> stacks_;
-  uint64_t next_seq_ = 0;
-  std::map<uint64_t, std::pair<trace::RecordKind, std::vector<uint8_t>>> reorder_;
+  // The trace's strings and stacks: the stream's while it runs, then kept for findings().
+  trace::TraceDictionary owned_dict_;
+  const trace::TraceDictionary* dict_ = &owned_dict_;
   std::vector<trace::NcclCall> group_ops_;
   // Precise tier: each launch's measured intervals, by correlation id.
   std::unordered_map<uint64_t, std::vector<trace::KernelAccess>> precise_;
@@ -84,7 +82,9 @@ class TraceAnalysis {
     uint32_t nptrs_plus1 = 0;  // 0 = not looked at yet
     std::vector<bool> read_only;
   };
+  static constexpr uint32_t kDenseNameIds = 1u << 16;
   std::vector<ReadOnlyEntry> read_only_cache_;
+  std::unordered_map<uint32_t, ReadOnlyEntry> read_only_sparse_;
   std::vector<PendingFinding> pending_;
   // Identity of a finding inside one trace: both sites and the shape of the conflict.
   struct SiteKey {
@@ -103,7 +103,7 @@ class TraceAnalysis {
   std::vector<AccessEpoch> scratch_;
   std::vector<Notice> notices_;
   TraceSummary summary_;
-  uint64_t graph_launches_ = 0, captured_ops_ = 0, seq_gaps_ = 0;
+  uint64_t graph_launches_ = 0, captured_ops_ = 0;
   int comm_rank_ = -1, comm_size_ = 0;
 };
 

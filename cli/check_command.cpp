@@ -123,7 +123,7 @@ int run_check(const CheckArgs& a) {
   }
 
   ro.trace_paths = loaded.trace_paths;
-  std::optional<report::Timeline> timeline;
+  std::optional<analysis::Timeline> timeline;
   bool summary_to_stderr = false;
   for (const auto& o : outs) {
     // The text report shows the findings that fail the check; the other formats carry all
@@ -138,7 +138,7 @@ int run_check(const CheckArgs& a) {
     }
     if ((o.format == "perfetto" || o.format == "html") && !timeline) {
       try {
-        timeline = loaded.trace_paths.empty() ? report::Timeline{} : report::build_timeline(loaded.trace_paths);
+        timeline = loaded.trace_paths.empty() ? analysis::Timeline{} : analysis::build_timeline(loaded.trace_paths);
       } catch (const std::exception& e) {
         return bad_input(e.what());
       }

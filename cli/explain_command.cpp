@@ -11,7 +11,7 @@
 #include "cli/command_registry.h"
 #include "report/finding_class.h"
 #include "report/finding_inputs.h"
-#include "report/timeline.h"
+#include "analyzer/timeline.h"
 
 namespace streamrace::cli {
 namespace {
@@ -39,12 +39,12 @@ void print_access(std::ostream& out, const char* which, const analysis::Access& 
 
 // The ops of the racing region in the finding's first trace: both streams, from a few ops
 // before the earlier access to a few after the later one.
-void print_region(std::ostream& out, const analysis::Finding& f, const report::Timeline& tl) {
+void print_region(std::ostream& out, const analysis::Finding& f, const analysis::Timeline& tl) {
   if (f.where.empty()) return;
   const auto* a = tl.find(f.where.front().trace, f.earlier.seq);
   const auto* b = tl.find(f.where.front().trace, f.later.seq);
   if (!a || !b) return;
-  std::vector<const report::TimelineOp*> ops;
+  std::vector<const analysis::TimelineOp*> ops;
   for (const auto& op : tl.ops)
     if (op.trace == a->trace && (op.stream == a->stream || op.stream == b->stream)) ops.push_back(&op);
   size_t first = 0, last = 0;
@@ -125,7 +125,7 @@ int run_explain(const ExplainArgs& a) {
                        w.first_seq, w.last_seq);
   if (!loaded.trace_paths.empty()) {
     try {
-      print_region(out, f, report::build_timeline(loaded.trace_paths));
+      print_region(out, f, analysis::build_timeline(loaded.trace_paths));
     } catch (const std::exception& e) {
       std::cerr << "streamrace explain: error: " << e.what() << "\n";
       return kExitBadInput;

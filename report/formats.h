@@ -8,9 +8,14 @@
 #include <vector>
 
 #include "analyzer/finding.h"
-#include "report/timeline.h"
+#include "analyzer/timeline.h"
 
 namespace streamrace::report {
+
+using analysis::Timeline;
+using analysis::TimelineOp;
+using analysis::build_timeline;
+using analysis::timeline_from_findings;
 
 struct ReportOptions {
   bool color = false;         // text only: ANSI colour

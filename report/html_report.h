@@ -6,7 +6,7 @@
 
 #include "analyzer/finding.h"
 #include "report/formats.h"
-#include "report/timeline.h"
+#include "analyzer/timeline.h"
 
 namespace streamrace::report {
 

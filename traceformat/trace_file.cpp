@@ -351,6 +351,7 @@ void TraceReader::read_header() {
 bool TraceReader::next_chunk(const std::function<void(const RecordView&)>& fn) {
   if (done_) return false;
   uint64_t chunk_at = offset_;
+  chunk_offset_ = chunk_at;
   ChunkHeader h{};
   size_t got = read_at_most(&h, sizeof(h));
   if (got == 0) {

@@ -145,6 +145,8 @@ class TraceReader {
   void for_each(const std::function<void(const RecordView&)>& fn);
   const ReadStats& stats() const { return stats_; }
   uint64_t file_size() const { return file_size_; }
+  // File offset of the chunk whose records next_chunk() is handing out (or last handed out).
+  uint64_t chunk_offset() const { return chunk_offset_; }
   // Human-readable warnings gathered while reading (truncation, missing end marker).
   const std::vector<std::string>& warnings() const { return warnings_; }
 
@@ -157,6 +159,7 @@ class TraceReader {
   FILE* file_ = nullptr;
   uint64_t offset_ = 0;
   uint64_t file_size_ = 0;
+  uint64_t chunk_offset_ = 0;
   TraceHeader header_;
   ReadStats stats_;
   std::vector<std::string> warnings_;

@@ -54,7 +54,8 @@ TEST(Overlap, CollectiveOverlapExposureAndStreamWait) {
   EXPECT_EQ(r.waits[0].start_ns, 1100 * us);
   EXPECT_EQ(r.waits[0].end_ns, 1300 * us);
   EXPECT_EQ(r.waits[0].cause, "stream wait");
-  EXPECT_EQ(r.waits[0].detail, "waited for ncclReduceScatter on stream " + fmt::format("{:#x}", comm_stream));
+  EXPECT_EQ(r.waits[0].detail,
+            "waited for ncclReduceScatter on stream " + fmt::format("{:#x}", comm_stream) + " (non-blocking, device 0)");
   ASSERT_FALSE(r.waits[0].stack.empty());
   EXPECT_EQ(r.waits[0].stack[0].line, 1300u);
   ASSERT_EQ(r.wait_by_cause.size(), 1u);
@@ -119,7 +120,7 @@ TEST(Overlap, HostSynchronizeAndLateLaunch) {
   ASSERT_EQ(r.waits.size(), 2u);
   EXPECT_EQ(r.waits[0].cause, "host launch");  // 900 -> 2010: longest first
   EXPECT_EQ(r.waits[1].cause, "event synchronize");
-  EXPECT_EQ(r.waits[1].detail, "host blocked until ncclAllReduce on " + fmt::format("stream {:#x}", uint64_t(0x1000)) + " finished");
+  EXPECT_EQ(r.waits[1].detail, "host blocked until ncclAllReduce on stream 0x1000 (non-blocking, device 0) finished");
   EXPECT_EQ(r.waits[1].stack.at(0).line, 1255u);
 }
 

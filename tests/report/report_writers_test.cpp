@@ -9,7 +9,7 @@
 #include "report/formats.h"
 #include "report/markup_escape.h"
 #include "report/progress_meter.h"
-#include "report/timeline.h"
+#include "analyzer/timeline.h"
 #include "report_test_support.h"
 
 namespace streamrace {
@@ -260,7 +260,7 @@ TEST(ProgressMeter, DrawsOnlyOnATerminalAfterTheDelayAndClearsItsLine) {
 TEST_F(ReportWriters, TimelineFromTracesHasOpsFlowsAndDeviceTimes) {
   testing::ScopedCwd cwd(dir_.path());
   auto traces = testing::write_bucket_traces("", BucketVariant::kRacy);
-  auto tl = report::build_timeline(traces);
+  auto tl = analysis::build_timeline(traces);
   ASSERT_EQ(tl.ops.size(), 6u);
   EXPECT_EQ(tl.ops[1].name, "ncclAllReduce");
   EXPECT_EQ(tl.ops[1].kind, "nccl");

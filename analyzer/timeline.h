@@ -1,6 +1,7 @@
-// The per-op view of traces that the Perfetto and HTML reports draw: every op on every
-// stream with its time span, and the event edges between streams. Findings only carry the
-// two racing accesses; this is the context around them.
+// Timeline: the per-op view of traces that the Perfetto and HTML reports and `explain` draw:
+// every op on every stream with its time span, and the event edges between streams. Findings
+// only carry the two racing accesses; this is the context around them, read from the traces
+// through the same CallStream the analyzer reads.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@
 
 #include "analyzer/finding.h"
 
-namespace streamrace::report {
+namespace streamrace::analysis {
 
 struct TimelineOp {
   std::string trace;         // trace file the op came from
@@ -51,17 +52,13 @@ struct Timeline {
   mutable size_t indexed_ops_ = 0;
 };
 
-// Re-reads the traces and lays out their ops. Ops without device timestamps are placed at
+// Reads the traces (in call order) and lays out their ops. Ops without device timestamps are placed at
 // their host issue time, after the previous op of their stream, with a nominal 1 µs length,
 // so the picture keeps each stream's order. Throws trace::TraceError on unreadable input.
 Timeline build_timeline(const std::vector<std::string>& trace_paths);
 
 // A minimal timeline from the findings alone (for results read from JSON or sanitizer
 // logs, where no trace is at hand): each finding's two accesses in call order.
-Timeline timeline_from_findings(const std::vector<analysis::Finding>& findings);
+Timeline timeline_from_findings(const std::vector<Finding>& findings);
 
-// Label for a stream handle, the same wording as the analyzer's Access::stream_label:
-// "stream 0x1000 (non-blocking, device 0)", "legacy default stream (device 0)".
-std::string stream_label(uint64_t stream, bool known, bool non_blocking, uint32_t device);
-
-}  // namespace streamrace::report
+}  // namespace streamrace::analysis

@@ -1,5 +1,5 @@
-// Builds the Timeline by reading trace files a second time (the analyzer keeps no per-op data).
-#include "report/timeline.h"
+// Timeline: trace files read a second time through CallStream (the analysis keeps no per-op data).
+#include "analyzer/timeline.h"
 
 #include <fmt/format.h>
 
@@ -9,39 +9,23 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "traceformat/trace_file.h"
+#include "traceformat/call_stream.h"
 
-namespace streamrace::report {
+namespace streamrace::analysis {
 
 namespace {
 
 constexpr uint64_t kNominalOpNs = 1000;
 
-struct StreamInfo {
-  bool known = false;
-  bool non_blocking = false;
-  uint32_t device = 0;
-};
-
 // State of one trace while reading it.
 class TraceLayout {
  public:
-  TraceLayout(const std::string& path, int rank, Timeline& out) : path_(path), rank_(rank), out_(out) {}
+  TraceLayout(const std::string& path, int rank, const trace::TraceDictionary& dict, Timeline& out)
+      : path_(path), rank_(rank), dict_(dict), out_(out) {}
 
   void on_record(const trace::RecordView& r) {
     using namespace trace;
     switch (r.kind) {
-      case RecordKind::kStringDef: {
-        auto head = r.as<StringDefHead>();
-        auto tail = r.tail<StringDefHead>();
-        strings_[head.id] = std::string(reinterpret_cast<const char*>(tail.data()), tail.size());
-        break;
-      }
-      case RecordKind::kStreamCreate: {
-        auto s = r.as<StreamCreate>();
-        streams_[s.stream] = StreamInfo{true, (s.flags & kStreamNonBlocking) != 0, s.device};
-        break;
-      }
       case RecordKind::kKernelLaunch: {
         auto k = r.as<KernelLaunchHead>();
         add_op(k.call, k.stream, k.device, k.correlation, string(k.name_id, "kernel"), "kernel");
@@ -88,15 +72,13 @@ class TraceLayout {
   }
 
   // Places the ops: device spans where measured, else estimated in stream order.
-  void finish(size_t first_op) {
-    // Per-thread buffers may reach the file out of call order.
-    std::stable_sort(out_.ops.begin() + first_op, out_.ops.end(), [](const auto& a, const auto& b) { return a.seq < b.seq; });
+  void finish(size_t first_op, const trace::TraceDictionary& dict) {
     std::unordered_map<uint64_t, uint64_t> stream_end;
     for (size_t i = first_op; i < out_.ops.size(); ++i) {
       auto& op = out_.ops[i];
-      auto info = streams_.find(op.stream);
-      bool known = info != streams_.end();
-      op.stream_label = stream_label(op.stream, known, known && info->second.non_blocking, known ? info->second.device : op.device);
+      trace::StreamTraits traits = dict.stream(op.stream);
+      if (!traits.known) traits.device = op.device;
+      op.stream_label = trace::stream_label(op.stream, traits);
       auto t = timings_.find(op.correlation);
       if (t != timings_.end() && t->second.second >= t->second.first) {
         op.start_ns = t->second.first;
@@ -112,8 +94,8 @@ class TraceLayout {
 
  private:
   std::string string(uint32_t id, const char* fallback) const {
-    auto it = strings_.find(id);
-    return it == strings_.end() || it->second.empty() ? fallback : it->second;
+    const std::string& s = dict_.str(id);
+    return s.empty() ? fallback : s;
   }
 
   void add_op(const trace::CallInfo& call, uint64_t stream, uint32_t device, uint64_t correlation, std::string name,
@@ -140,9 +122,8 @@ class TraceLayout {
 
   std::string path_;
   int rank_;
+  const trace::TraceDictionary& dict_;
   Timeline& out_;
-  std::unordered_map<uint32_t, std::string> strings_;
-  std::unordered_map<uint64_t, StreamInfo> streams_;
   std::unordered_map<uint64_t, uint64_t> last_op_;       // stream -> seq of its latest op
   std::unordered_map<uint64_t, uint64_t> event_source_;  // event -> seq of the op it follows
   std::unordered_map<uint64_t, std::vector<std::pair<uint64_t, uint64_t>>> pending_waits_;
@@ -150,14 +131,6 @@ class TraceLayout {
 };
 
 }  // namespace
-
-std::string stream_label(uint64_t stream, bool known, bool non_blocking, uint32_t device) {
-  if (trace::is_legacy_stream(stream)) return fmt::format("legacy default stream (device {})", stream & 0xFFFFu);
-  if (trace::is_per_thread_stream(stream))
-    return fmt::format("per-thread default stream (thread {}, device {})", (stream >> 16) & 0xFFFFu, stream & 0xFFFFu);
-  return fmt::format("stream {:#x} ({}, device {})", stream,
-                     !known ? "untraced creation" : non_blocking ? "non-blocking" : "blocking", device);
-}
 
 const TimelineOp* Timeline::find(const std::string& trace, uint64_t seq) const {
   if (indexed_ops_ != ops.size() || (index_.empty() && !ops.empty())) {
@@ -180,16 +153,16 @@ const TimelineOp* Timeline::find(const std::string& trace, uint64_t seq) const {
   return op == by_trace->second.end() ? nullptr : &ops[op->second];
 }
 
-Timeline timeline_from_findings(const std::vector<analysis::Finding>& findings) {
+Timeline timeline_from_findings(const std::vector<Finding>& findings) {
   Timeline out;
   std::map<std::tuple<std::string, uint64_t, uint64_t, std::string>, bool> seen;
-  auto add = [&](const analysis::Access& a, const std::string& trace, int rank) {
+  auto add = [&](const Access& a, const std::string& trace, int rank) {
     if (!seen.emplace(std::make_tuple(trace, a.seq, a.stream, a.op), true).second) return;
     TimelineOp op;
     op.trace = trace;
     op.rank = rank;
     op.stream = a.stream;
-    op.stream_label = a.stream_label.empty() ? stream_label(a.stream, false, false, 0) : a.stream_label;
+    op.stream_label = a.stream_label.empty() ? trace::stream_label(a.stream, {}) : a.stream_label;
     op.name = a.op;
     op.kind = a.op_kind;
     op.seq = a.seq;
@@ -213,13 +186,13 @@ Timeline timeline_from_findings(const std::vector<analysis::Finding>& findings) 
 Timeline build_timeline(const std::vector<std::string>& trace_paths) {
   Timeline out;
   for (const auto& path : trace_paths) {
-    trace::TraceReader reader(path);
+    trace::CallStream stream(path);
     size_t first = out.ops.size();
-    TraceLayout layout(path, reader.header().rank, out);
-    reader.for_each([&](const trace::RecordView& r) { layout.on_record(r); });
-    layout.finish(first);
+    TraceLayout layout(path, stream.header().rank, stream.dictionary(), out);
+    stream.for_each([&](const trace::RecordView& r) { layout.on_record(r); });
+    layout.finish(first, stream.dictionary());
   }
   return out;
 }
 
-}  // namespace streamrace::report
+}  // namespace streamrace::analysis

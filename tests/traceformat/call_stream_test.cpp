@@ -1,0 +1,219 @@
+// CallStream: records in call order, the dictionary, the one stream label, and the checks on
+// each record body (exact error texts).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "support/trace_test_support.h"
+#include "traceformat/call_stream.h"
+
+namespace streamrace {
+namespace {
+
+using testing::TempDir;
+using trace::CallInfo;
+using trace::CallStream;
+using trace::ChunkBuilder;
+using trace::RecordKind;
+using trace::RecordView;
+using trace::TraceBuilder;
+using trace::TraceError;
+using trace::TraceWriter;
+
+CallInfo call(uint64_t seq) {
+  CallInfo c{};
+  c.seq = seq;
+  return c;
+}
+
+trace::StreamSynchronize sync_of(uint64_t seq, uint64_t stream) {
+  trace::StreamSynchronize s{};
+  s.call = call(seq);
+  s.stream = stream;
+  return s;
+}
+
+// Writes chunks of records exactly as given (the order and bodies a test wants).
+std::string write_chunks(const TempDir& dir, const std::vector<ChunkBuilder>& chunks) {
+  std::string path = dir.file("t.srace");
+  TraceWriter w(path, TraceBuilder::default_header(0));
+  for (const auto& c : chunks) w.write_chunk(c);
+  w.close();
+  return path;
+}
+
+struct Seen {
+  RecordKind kind;
+  uint64_t seq_or_stream;  // a call's seq, else 0
+};
+
+std::vector<Seen> read_all(CallStream& s) {
+  std::vector<Seen> out;
+  s.for_each([&](const RecordView& r) {
+    uint64_t seq = 0;
+    if (trace::has_call_info(r.kind)) std::memcpy(&seq, r.body.data(), sizeof(seq));
+    out.push_back({r.kind, seq});
+  });
+  return out;
+}
+
+TEST(CallStream, CallsComeInSeqOrderOtherRecordsAsTheyCome) {
+  TempDir dir;
+  ChunkBuilder a, b;
+  a.add(sync_of(0, 0x10));
+  a.add(sync_of(2, 0x10));  // another thread's buffer holds seq 1
+  a.add_string(1, "cudaStreamSynchronize");
+  b.add(sync_of(1, 0x10));
+  b.add(sync_of(3, 0x10));
+  CallStream s(write_chunks(dir, {a, b}));
+  auto seen = read_all(s);
+  ASSERT_EQ(seen.size(), 5u);
+  EXPECT_EQ(seen[0].seq_or_stream, 0u);
+  EXPECT_EQ(seen[1].kind, RecordKind::kStringDef);  // not held back behind seq 2
+  EXPECT_EQ(seen[2].seq_or_stream, 1u);
+  EXPECT_EQ(seen[3].seq_or_stream, 2u);
+  EXPECT_EQ(seen[4].seq_or_stream, 3u);
+  EXPECT_EQ(s.dictionary().str(1), "cudaStreamSynchronize");
+  EXPECT_EQ(s.stats().calls, 4u);
+  EXPECT_EQ(s.stats().seq_gaps, 0u);
+  EXPECT_TRUE(s.warnings().empty());
+}
+
+TEST(CallStream, DuplicatesAreLeftOutAndGapsAreCounted) {
+  TempDir dir;
+  ChunkBuilder a;
+  a.add(sync_of(0, 0x10));
+  a.add(sync_of(0, 0x10));
+  a.add(sync_of(3, 0x10));  // 1 and 2 never come
+  a.add(sync_of(4, 0x10));
+  CallStream s(write_chunks(dir, {a}));
+  auto seen = read_all(s);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[1].seq_or_stream, 3u);
+  EXPECT_EQ(seen[2].seq_or_stream, 4u);
+  EXPECT_EQ(s.stats().duplicates, 1u);
+  EXPECT_EQ(s.stats().seq_gaps, 2u);
+  auto w = s.warnings();
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0], "2 call records are missing from the sequence (records lost?)");
+  EXPECT_EQ(w[1], "1 call records repeat a sequence number already read and were left out");
+}
+
+TEST(CallStream, ShortBodyIsAnErrorNamingFileOffsetAndKind) {
+  TempDir dir;
+  ChunkBuilder a;
+  uint8_t six[6] = {};
+  a.add_raw(RecordKind::kStackDef, six, 6, nullptr, 0);
+  std::string path = write_chunks(dir, {a});
+  CallStream s(path);
+  try {
+    read_all(s);
+    FAIL() << "no error";
+  } catch (const TraceError& e) {
+    // The chunk: 24 bytes of chunk header, a 4-byte record prefix and the 6-byte body (too
+    // small to compress); the end marker's 24 bytes follow it.
+    const uint64_t chunk_at = s.file_size() - (24 + 4 + 6) - 24;
+    EXPECT_EQ(std::string(e.what()), path + ": chunk at offset " + std::to_string(chunk_at) +
+                                         ": StackDef record: body of 6 bytes is shorter than the 8 bytes of its fixed part");
+  }
+}
+
+TEST(CallStream, ShortStringAndNoticeBodiesAreErrors) {
+  for (RecordKind kind : {RecordKind::kStringDef, RecordKind::kNotice}) {
+    TempDir dir;
+    ChunkBuilder a;
+    uint8_t two[2] = {};
+    a.add_raw(kind, two, 2, nullptr, 0);
+    CallStream s(write_chunks(dir, {a}));
+    EXPECT_THROW(read_all(s), TraceError);
+  }
+}
+
+TEST(CallStream, CountsMustFitTheirRecord) {
+  {
+    TempDir dir;
+    ChunkBuilder a;
+    trace::StackDefHead h{};
+    h.id = 1;
+    h.nframes = 3;
+    trace::StackFrame one{};
+    a.add_raw(RecordKind::kStackDef, &h, sizeof(h), &one, sizeof(one));
+    CallStream s(write_chunks(dir, {a}));
+    try {
+      read_all(s);
+      FAIL() << "no error";
+    } catch (const TraceError& e) {
+      EXPECT_NE(std::string(e.what()).find("StackDef record: nframes 3 does not fit in its 24 bytes of frames"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  {
+    TempDir dir;
+    ChunkBuilder a;
+    trace::KernelLaunchHead k{};
+    k.nptrs = 1000;
+    uint64_t p = 0x1000;
+    a.add_raw(RecordKind::kKernelLaunch, &k, sizeof(k), &p, sizeof(p));
+    CallStream s(write_chunks(dir, {a}));
+    try {
+      read_all(s);
+      FAIL() << "no error";
+    } catch (const TraceError& e) {
+      EXPECT_NE(std::string(e.what()).find("KernelLaunch record: nptrs 1000 does not fit in its 8 bytes of pointers"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+TEST(CallStream, LargeIdsCostAnEntryNotATable) {
+  TempDir dir;
+  ChunkBuilder a;
+  a.add_string(0x3FFF'FFFFu, "far");
+  a.add_string(2, "near");
+  CallStream s(write_chunks(dir, {a}));
+  read_all(s);
+  EXPECT_EQ(s.dictionary().str(0x3FFF'FFFFu), "far");
+  EXPECT_EQ(s.dictionary().str(2), "near");
+  EXPECT_EQ(s.dictionary().str(3), "");
+
+  TempDir dir2;
+  ChunkBuilder b;
+  b.add_string(0x4000'0000u, "too far");
+  CallStream t(write_chunks(dir2, {b}));
+  try {
+    read_all(t);
+    FAIL() << "no error";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("StringDef record: string id 0x40000000 exceeds the limit 0x3fffffff"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(CallStream, OneStreamLabel) {
+  using trace::stream_label;
+  using trace::StreamTraits;
+  EXPECT_EQ(stream_label(trace::legacy_stream(1), {}), "legacy default stream (device 1)");
+  EXPECT_EQ(stream_label(trace::per_thread_stream(3, 0), {}), "per-thread default stream (thread 3, device 0)");
+  EXPECT_EQ(stream_label(0x1000, StreamTraits{true, true, 0}), "stream 0x1000 (non-blocking, device 0)");
+  EXPECT_EQ(stream_label(0x1000, StreamTraits{true, false, 2}), "stream 0x1000 (blocking, device 2)");
+  EXPECT_EQ(stream_label(0x1000, {}), "stream 0x1000 (untraced creation, device 0)");
+
+  TempDir dir;
+  std::string path = dir.file("s.srace");
+  uint64_t s1;
+  {
+    TraceBuilder b(path, TraceBuilder::default_header(0));
+    s1 = b.create_stream(0, 1);
+  }
+  CallStream s(path);
+  read_all(s);
+  EXPECT_EQ(s.dictionary().label(s1), fmt::format("stream {:#x} (blocking, device 1)", s1));
+  EXPECT_EQ(s.dictionary().label(0x9999), "stream 0x9999 (untraced creation, device 0)");
+}
+
+}  // namespace
+}  // namespace streamrace

@@ -1,0 +1,223 @@
+// CallStream: checked records in call order, and the trace's dictionary.
+#include "traceformat/call_stream.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace streamrace::trace {
+
+namespace {
+
+// A pending call buffer that never fills means a seq never came: give up waiting for it.
+constexpr size_t kMaxPendingCalls = 1u << 20;
+
+}  // namespace
+
+std::string stream_label(uint64_t stream, const StreamTraits& traits) {
+  if (is_legacy_stream(stream)) return fmt::format("legacy default stream (device {})", stream & 0xFFFFu);
+  if (is_per_thread_stream(stream))
+    return fmt::format("per-thread default stream (thread {}, device {})", (stream >> 16) & 0xFFFFu, stream & 0xFFFFu);
+  return fmt::format("stream {:#x} ({}, device {})", stream,
+                     !traits.known ? "untraced creation" : traits.non_blocking ? "non-blocking" : "blocking",
+                     traits.device);
+}
+
+void TraceDictionary::define_string(uint32_t id, std::string text) {
+  // Dense while ids stay within twice what was defined so far, so a stray large id costs one
+  // map entry, never a table the size of the id.
+  if (id < dense_strings_.size() || id < 2 * (dense_strings_.size() + sparse_strings_.size()) + 1024) {
+    if (id >= dense_strings_.size()) dense_strings_.resize(size_t(id) + 1);
+    dense_strings_[id] = std::move(text);
+  } else {
+    sparse_strings_[id] = std::move(text);
+  }
+}
+
+void TraceDictionary::define_stack(uint32_t id, std::vector<StackFrame> frames) { stacks_[id] = std::move(frames); }
+
+const std::string& TraceDictionary::str(uint32_t id) const {
+  static const std::string empty;
+  if (id < dense_strings_.size()) return dense_strings_[id];
+  if (sparse_strings_.empty()) return empty;
+  auto it = sparse_strings_.find(id);
+  return it == sparse_strings_.end() ? empty : it->second;
+}
+
+const std::vector<StackFrame>* TraceDictionary::stack(uint32_t id) const {
+  auto it = stacks_.find(id);
+  return it == stacks_.end() ? nullptr : &it->second;
+}
+
+StreamTraits TraceDictionary::stream(uint64_t stream) const {
+  auto it = streams_.find(stream);
+  if (it != streams_.end()) return it->second;
+  StreamTraits t;
+  if (is_legacy_stream(stream) || is_per_thread_stream(stream)) {
+    t.known = true;
+    t.device = uint32_t(stream & 0xFFFFu);
+  }
+  return t;
+}
+
+std::string TraceDictionary::label(uint64_t s) const { return stream_label(s, stream(s)); }
+
+size_t record_fixed_size(RecordKind kind) {
+  switch (kind) {
+    case RecordKind::kStringDef: return sizeof(StringDefHead);
+    case RecordKind::kStackDef: return sizeof(StackDefHead);
+    case RecordKind::kStreamCreate: return sizeof(StreamCreate);
+    case RecordKind::kStreamDestroy: return sizeof(StreamDestroy);
+    case RecordKind::kEventCreate: return sizeof(EventCreate);
+    case RecordKind::kEventDestroy: return sizeof(EventDestroy);
+    case RecordKind::kEventRecord: return sizeof(EventRecord);
+    case RecordKind::kStreamWaitEvent: return sizeof(StreamWaitEvent);
+    case RecordKind::kEventSynchronize: return sizeof(EventSynchronize);
+    case RecordKind::kEventQuery: return sizeof(EventQuery);
+    case RecordKind::kStreamSynchronize: return sizeof(StreamSynchronize);
+    case RecordKind::kStreamQuery: return sizeof(StreamQuery);
+    case RecordKind::kDeviceSynchronize: return sizeof(DeviceSynchronize);
+    case RecordKind::kKernelLaunch: return sizeof(KernelLaunchHead);
+    case RecordKind::kMemcpy: return sizeof(Memcpy);
+    case RecordKind::kMemset: return sizeof(Memset);
+    case RecordKind::kKernelAccess: return sizeof(KernelAccess);
+    case RecordKind::kAlloc: return sizeof(Alloc);
+    case RecordKind::kFree: return sizeof(Free);
+    case RecordKind::kNcclCommInit: return sizeof(NcclCommInit);
+    case RecordKind::kNcclCall: return sizeof(NcclCall);
+    case RecordKind::kNcclGroupStart: return sizeof(NcclGroupStart);
+    case RecordKind::kNcclGroupEnd: return sizeof(NcclGroupEnd);
+    case RecordKind::kGraphLaunch: return sizeof(GraphLaunch);
+    case RecordKind::kStreamCapture: return sizeof(StreamCapture);
+    case RecordKind::kOpTiming: return sizeof(OpTiming);
+    case RecordKind::kNotice: return sizeof(NoticeHead);
+  }
+  return 0;
+}
+
+CallStream::CallStream(const std::string& path) : reader_(path) {}
+
+void CallStream::check(const RecordView& r) {
+  const size_t fixed = record_fixed_size(r.kind);
+  auto bad = [&](const std::string& what) {
+    throw TraceError(fmt::format("{}: chunk at offset {}: {} record: {}", path(), reader_.chunk_offset(),
+                                 record_kind_name(r.kind), what));
+  };
+  if (r.body.size() < fixed)
+    bad(fmt::format("body of {} bytes is shorter than the {} bytes of its fixed part", r.body.size(), fixed));
+  switch (r.kind) {
+    case RecordKind::kStringDef: {
+      auto h = r.as<StringDefHead>();
+      if (h.id > TraceDictionary::kMaxId) bad(fmt::format("string id {:#x} exceeds the limit {:#x}", h.id, TraceDictionary::kMaxId));
+      break;
+    }
+    case RecordKind::kStackDef: {
+      auto h = r.as<StackDefHead>();
+      if (h.id > TraceDictionary::kMaxId) bad(fmt::format("stack id {:#x} exceeds the limit {:#x}", h.id, TraceDictionary::kMaxId));
+      if (size_t(h.nframes) * sizeof(StackFrame) > r.body.size() - fixed)
+        bad(fmt::format("nframes {} does not fit in its {} bytes of frames", h.nframes, r.body.size() - fixed));
+      break;
+    }
+    case RecordKind::kKernelLaunch: {
+      auto k = r.as<KernelLaunchHead>();
+      if (size_t(k.nptrs) * sizeof(uint64_t) > r.body.size() - fixed)
+        bad(fmt::format("nptrs {} does not fit in its {} bytes of pointers", k.nptrs, r.body.size() - fixed));
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void CallStream::define(const RecordView& r) {
+  switch (r.kind) {
+    case RecordKind::kStringDef: {
+      auto t = r.tail<StringDefHead>();
+      dict_.define_string(r.as<StringDefHead>().id, std::string(reinterpret_cast<const char*>(t.data()), t.size()));
+      break;
+    }
+    case RecordKind::kStackDef: {
+      auto h = r.as<StackDefHead>();
+      std::vector<StackFrame> frames(h.nframes);
+      if (h.nframes) std::memcpy(frames.data(), r.tail<StackDefHead>().data(), frames.size() * sizeof(StackFrame));
+      dict_.define_stack(h.id, std::move(frames));
+      break;
+    }
+    case RecordKind::kStreamCreate: {
+      auto s = r.as<StreamCreate>();
+      dict_.define_stream(s.stream, StreamTraits{true, (s.flags & kStreamNonBlocking) != 0, s.device});
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+void CallStream::deliver(const RecordView& r, const std::function<void(const RecordView&)>& fn) {
+  define(r);
+  ++stats_.delivered;
+  fn(r);
+}
+
+void CallStream::drain(const std::function<void(const RecordView&)>& fn) {
+  while (!pending_.empty() && pending_.begin()->first == next_seq_) {
+    auto node = pending_.extract(pending_.begin());
+    ++next_seq_;
+    deliver(RecordView{node.mapped().first, node.mapped().second}, fn);
+  }
+}
+
+void CallStream::accept(const RecordView& r, const std::function<void(const RecordView&)>& fn) {
+  check(r);
+  if (record_fixed_size(r.kind) == 0 || !has_call_info(r.kind)) {
+    deliver(r, fn);
+    return;
+  }
+  ++stats_.calls;
+  uint64_t seq;
+  std::memcpy(&seq, r.body.data(), sizeof(seq));
+  if (seq == next_seq_ && pending_.empty()) {
+    ++next_seq_;
+    deliver(r, fn);
+    return;
+  }
+  if (seq < next_seq_ || pending_.count(seq)) {
+    ++stats_.duplicates;
+    return;
+  }
+  pending_.emplace(seq, std::make_pair(r.kind, std::vector<uint8_t>(r.body.begin(), r.body.end())));
+  drain(fn);
+  if (pending_.size() > kMaxPendingCalls) {
+    stats_.seq_gaps += pending_.begin()->first - next_seq_;
+    next_seq_ = pending_.begin()->first;
+    drain(fn);
+  }
+}
+
+void CallStream::for_each(const std::function<void(const RecordView&)>& fn,
+                          const std::function<void(uint64_t, uint64_t)>& progress) {
+  auto one = [&](const RecordView& r) { accept(r, fn); };
+  while (reader_.next_chunk(one))
+    if (progress) progress(reader_.stats().valid_bytes, reader_.file_size());
+  // Whatever still waits for a seq that never came runs in order now.
+  if (!pending_.empty()) {
+    stats_.seq_gaps += pending_.begin()->first - next_seq_;
+    auto rest = std::move(pending_);
+    pending_.clear();
+    for (auto& [seq, rec] : rest) {
+      next_seq_ = seq + 1;
+      deliver(RecordView{rec.first, rec.second}, fn);
+    }
+  }
+}
+
+std::vector<std::string> CallStream::warnings() const {
+  std::vector<std::string> out = reader_.warnings();
+  if (stats_.seq_gaps)
+    out.push_back(fmt::format("{} call records are missing from the sequence (records lost?)", stats_.seq_gaps));
+  if (stats_.duplicates)
+    out.push_back(fmt::format("{} call records repeat a sequence number already read and were left out", stats_.duplicates));
+  return out;
+}
+
+}  // namespace streamrace::trace
