@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "traceformat/call_stream.h"
+
 namespace streamrace::replay {
 
 namespace fs = std::filesystem;
@@ -22,24 +24,13 @@ constexpr const char* kEditsKey = "streamrace_fix_edits";
 }  // namespace
 
 TraceEditor::TraceEditor(const std::string& path) {
-  TraceReader reader(path);
-  header_ = reader.header();
-  // Calls in the order the analyzer dispatches them: in seq order through a reorder buffer,
-  // records without CallInfo at once (analyzer/trace_analysis.cpp). Writing them in this order
-  // with dense seqs makes the analyzer see exactly what it saw in the original.
-  std::map<uint64_t, size_t> reorder;
-  uint64_t next_seq = 0, dropped = 0, gaps = 0;
-  auto drain = [&]() {
-    while (!reorder.empty() && reorder.begin()->first == next_seq) {
-      order_.push_back(reorder.begin()->second);
-      reorder.erase(reorder.begin());
-      ++next_seq;
-    }
-  };
+  // Records in the order the analyzer sees them (CallStream): writing them in this order with
+  // dense seqs makes the analyzer see exactly what it saw in the original.
+  CallStream stream(path);
+  header_ = stream.header();
   std::set<uint64_t> used_events;
   uint32_t max_string = 0;
-  reader.for_each([&](const RecordView& r) {
-    const size_t idx = recs_.size();
+  stream.for_each([&](const RecordView& r) {
     recs_.push_back(Rec{r.kind, arena_.size(), r.body.size()});
     arena_.insert(arena_.end(), r.body.begin(), r.body.end());
     switch (r.kind) {
@@ -56,37 +47,12 @@ TraceEditor::TraceEditor(const std::string& path) {
       case RecordKind::kStreamWaitEvent: used_events.insert(r.as<StreamWaitEvent>().event); break;
       default: break;
     }
-    if (!has_call_info(r.kind)) {
-      order_.push_back(idx);
-      return;
-    }
-    if (r.body.size() < sizeof(CallInfo)) {
-      ++dropped;
-      return;
-    }
-    uint64_t seq;
-    std::memcpy(&seq, r.body.data(), sizeof(seq));
-    if (seq < next_seq || !reorder.emplace(seq, idx).second) {
-      ++dropped;
-      return;
-    }
-    drain();
-    if (reorder.size() > (1u << 20)) {
-      gaps += reorder.begin()->first - next_seq;
-      next_seq = reorder.begin()->first;
-      drain();
-    }
   });
-  if (!reorder.empty()) {
-    gaps += reorder.begin()->first - next_seq;
-    for (const auto& [seq, idx] : reorder) order_.push_back(idx);
-  }
-  for (const auto& w : reader.warnings()) warnings_.push_back(w);
-  if (dropped) warnings_.push_back(fmt::format("{}: {} duplicate or short call records left out", path, dropped));
-  if (gaps) warnings_.push_back(fmt::format("{}: {} call seqs missing; the edited trace numbers calls densely", path, gaps));
-  for (size_t pos = 0; pos < order_.size(); ++pos) {
-    const Rec& r = recs_[order_[pos]];
-    if (!has_call_info(r.kind) || r.size < sizeof(CallInfo)) continue;
+  for (const auto& w : stream.warnings()) warnings_.push_back(path + ": " + w);
+  if (stream.stats().seq_gaps) warnings_.push_back(path + ": the edited trace numbers calls densely");
+  for (size_t pos = 0; pos < recs_.size(); ++pos) {
+    const Rec& r = recs_[pos];
+    if (!has_call_info(r.kind) || record_fixed_size(r.kind) == 0) continue;
     uint64_t seq;
     std::memcpy(&seq, arena_.data() + r.offset, sizeof(seq));
     pos_of_seq_.emplace_back(seq, pos);
@@ -155,8 +121,8 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   std::multimap<size_t, const Edit*> after, before;
   for (const auto& e : edits_) {
     size_t p = e.after_pos;
-    while (p + 1 < order_.size() && p + 1 < e.before_pos) {
-      RecordKind k = recs_[order_[p + 1]].kind;
+    while (p + 1 < recs_.size() && p + 1 < e.before_pos) {
+      RecordKind k = recs_[p + 1].kind;
       if (k != RecordKind::kKernelAccess && k != RecordKind::kOpTiming) break;
       ++p;
     }
@@ -165,7 +131,7 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   }
   uint64_t seq = 0;
   auto call_of = [&](size_t pos) {
-    const Rec& r = recs_[order_[pos]];
+    const Rec& r = recs_[pos];
     CallInfo c{};
     std::memcpy(&c, arena_.data() + r.offset, sizeof(c));
     return c;
@@ -177,7 +143,7 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
     c.reserved = 0;
     return c;
   };
-  for (size_t pos = 0; pos < order_.size(); ++pos) {
+  for (size_t pos = 0; pos < recs_.size(); ++pos) {
     for (auto [it, end] = before.equal_range(pos); it != end; ++it) {
       StreamWaitEvent sw{};
       sw.call = synthetic(call_of(pos), api_wait);
@@ -186,9 +152,9 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
       chunk.add(sw);
       ++written;
     }
-    const Rec& r = recs_[order_[pos]];
+    const Rec& r = recs_[pos];
     const uint8_t* body = arena_.data() + r.offset;
-    if (has_call_info(r.kind) && r.size >= sizeof(CallInfo)) {
+    if (has_call_info(r.kind) && record_fixed_size(r.kind) != 0) {
       std::vector<uint8_t> copy(body, body + r.size);
       const uint64_t s = seq++;
       std::memcpy(copy.data(), &s, sizeof(s));

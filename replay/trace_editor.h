@@ -23,9 +23,8 @@ inline constexpr const char* kFixApiPrefix = "streamrace-fix:";
 
 class TraceEditor {
  public:
-  // Reads the whole trace (throws trace::TraceError). Calls are put in the order the analyzer
-  // processes them (by seq, through the same reorder rule), other records stay where the
-  // analyzer would see them.
+  // Reads the whole trace (throws trace::TraceError) in the order the analyzer processes it
+  // (trace::CallStream).
   explicit TraceEditor(const std::string& path);
 
   // Queues one edit; seqs are those of the trace as read. Throws std::invalid_argument when a
@@ -50,14 +49,13 @@ class TraceEditor {
   struct Edit {
     analysis::FixEdit fix;
     uint64_t event;
-    size_t after_pos, before_pos;  // positions in order_
+    size_t after_pos, before_pos;  // positions in recs_
   };
 
   trace::TraceHeader header_;
   std::vector<uint8_t> arena_;
-  std::vector<Rec> recs_;
-  std::vector<size_t> order_;     // indices into recs_ in output order
-  std::vector<std::pair<uint64_t, size_t>> pos_of_seq_;  // (seq, position in order_), sorted by seq
+  std::vector<Rec> recs_;  // in output order (the analyzer's)
+  std::vector<std::pair<uint64_t, size_t>> pos_of_seq_;  // (seq, position in recs_), sorted by seq
   std::vector<Edit> edits_;
   std::vector<std::string> warnings_;
   uint64_t ncalls_ = 0;

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "traceformat/trace_file.h"
+#include "traceformat/call_stream.h"
 
 namespace streamrace::replay {
 
@@ -44,7 +44,8 @@ class Lifter {
   explicit Lifter(const std::string& path) : path_(path) {}
 
   LiftResult run() {
-    trace::TraceReader reader(path_);
+    trace::CallStream reader(path_);
+    dict_ = &reader.dictionary();
     s_.rank = reader.header().rank < 0 ? 0 : reader.header().rank;
     s_.world = std::max(1, s_.rank + 1);
     s_.name = "lifted " + path_;
@@ -62,9 +63,18 @@ class Lifter {
   }
 
  private:
-  std::string str(uint32_t id) const {
-    auto it = strings_.find(id);
-    return it == strings_.end() ? std::string() : it->second;
+  std::string str(uint32_t id) const { return dict_->str(id); }
+
+  // The stack's frames as replay sites (resolved once per stack).
+  const std::vector<Site>* sites(uint32_t id) {
+    auto it = stacks_.find(id);
+    if (it != stacks_.end()) return &it->second;
+    const std::vector<trace::StackFrame>* frames = dict_->stack(id);
+    if (!frames) return nullptr;
+    std::vector<Site>& out = stacks_[id];
+    for (const auto& f : *frames)
+      out.push_back(Site{str(f.file_id), str(f.function_id), f.line, f.kind == trace::FrameKind::kPython});
+    return &out;
   }
 
   uint32_t stream(uint64_t handle) {
@@ -115,8 +125,7 @@ class Lifter {
     a.label = std::move(label);
     a.api = str(c.api_id);
     a.source_seq = c.seq;
-    auto it = stacks_.find(c.stack_id);
-    if (it != stacks_.end()) a.stack = it->second;
+    if (const auto* st = sites(c.stack_id)) a.stack = *st;
     s_.actions.push_back(std::move(a));
     return s_.actions.back();
   }
@@ -124,24 +133,6 @@ class Lifter {
   void on_record(const trace::RecordView& r) {
     using namespace trace;
     switch (r.kind) {
-      case RecordKind::kStringDef: {
-        auto id = r.as<StringDefHead>().id;
-        auto tail = r.tail<StringDefHead>();
-        strings_[id] = std::string(reinterpret_cast<const char*>(tail.data()), tail.size());
-        break;
-      }
-      case RecordKind::kStackDef: {
-        auto h = r.as<StackDefHead>();
-        auto tail = r.tail<StackDefHead>();
-        std::vector<Site> sites;
-        for (uint16_t i = 0; i < h.nframes && (i + 1) * sizeof(StackFrame) <= tail.size(); ++i) {
-          StackFrame f;
-          std::memcpy(&f, tail.data() + i * sizeof(StackFrame), sizeof f);
-          sites.push_back(Site{str(f.file_id), str(f.function_id), f.line, f.kind == FrameKind::kPython});
-        }
-        stacks_[h.id] = std::move(sites);
-        break;
-      }
       case RecordKind::kStreamCreate: {
         auto c = r.as<StreamCreate>();
         StreamKind kind = (c.flags & kStreamNonBlocking) ? StreamKind::kNonBlocking : StreamKind::kBlocking;
@@ -335,7 +326,7 @@ class Lifter {
   std::string path_;
   Schedule s_;
   LiftResult res_;
-  std::unordered_map<uint32_t, std::string> strings_;
+  const trace::TraceDictionary* dict_ = nullptr;
   std::unordered_map<uint32_t, std::vector<Site>> stacks_;
   std::unordered_map<uint64_t, uint32_t> streams_, events_;
   std::map<uint64_t, uint32_t> live_;  // allocation base -> buffer
