@@ -57,6 +57,10 @@ AnalysisResult Analyzer::finish() {
   return r;
 }
 
+bool is_trace_head(std::string_view head) {
+  return head.size() >= sizeof trace::kFileMagic && head.compare(0, sizeof trace::kFileMagic, std::string_view(trace::kFileMagic, sizeof trace::kFileMagic)) == 0;
+}
+
 std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs) {
   std::vector<std::string> out;
   for (const auto& in : inputs) {

@@ -4,9 +4,11 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analyzer/finding.h"
+#include "traceformat/trace_file.h"
 
 namespace streamrace::analysis {
 
@@ -47,6 +49,12 @@ class Analyzer {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Input that is not a readable trace (the message names the file and what is wrong).
+using TraceInputError = trace::TraceError;
+
+// Whether the first bytes of a file are a streamrace trace's.
+bool is_trace_head(std::string_view head);
 
 // Expands directories into the *.srace files they hold (sorted); keeps files as given.
 // Throws trace::TraceError for a path that does not exist or a directory with no traces.

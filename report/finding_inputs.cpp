@@ -8,7 +8,6 @@
 #include "report/csan_log.h"
 #include "report/finding_merge.h"
 #include "report/progress_meter.h"
-#include "traceformat/trace_file.h"
 
 namespace streamrace::report {
 
@@ -73,8 +72,7 @@ analysis::AnalysisResult read_csan(const std::string& path) {
 
 InputKind classify_input(const std::string& path) {
   std::string head = read_head(path, 64 * 1024);
-  if (head.size() >= sizeof trace::kFileMagic && head.compare(0, sizeof trace::kFileMagic, trace::kFileMagic, sizeof trace::kFileMagic) == 0)
-    return InputKind::kTrace;
+  if (analysis::is_trace_head(head)) return InputKind::kTrace;
   auto first = head.find_first_not_of(" \t\r\n");
   if (first != std::string::npos && head[first] == '{') return InputKind::kFindingsJson;
   if (head.find('\0') != std::string::npos)
@@ -93,7 +91,7 @@ LoadedFindings load_findings(const std::vector<std::string>& inputs, const LoadO
     if (fs::is_directory(st)) {
       try {
         for (auto& p : analysis::expand_trace_inputs({in})) out.trace_paths.push_back(p);
-      } catch (const trace::TraceError& e) {
+      } catch (const analysis::TraceInputError& e) {
         throw InputError(e.what());
       }
       continue;
@@ -130,7 +128,7 @@ LoadedFindings load_findings(const std::vector<std::string>& inputs, const LoadO
       }
       meter.finish();
       add_result(out.result, analyzer.finish());
-    } catch (const trace::TraceError& e) {
+    } catch (const analysis::TraceInputError& e) {
       meter.finish();
       throw InputError(e.what());
     }
