@@ -61,13 +61,22 @@ const char* kernel_name(const Action& a) {
 
 }  // namespace
 
-uint64_t emitted_address(const Schedule& s, uint32_t buffer) {
-  if (s.buffers[buffer].address) return s.buffers[buffer].address;
-  uint64_t a = kSyntheticBase;
-  for (uint32_t i = 0; i < buffer; ++i)
-    if (!s.buffers[i].address) a += (s.buffers[i].bytes + 0xFFFF) & ~uint64_t(0xFFFF);
-  return a;
+namespace {
+
+// Every buffer's address: its own when lifted, else the next 64 KiB-aligned synthetic one.
+std::vector<uint64_t> emitted_addresses(const Schedule& s) {
+  std::vector<uint64_t> out(s.buffers.size());
+  uint64_t next = kSyntheticBase;
+  for (size_t i = 0; i < s.buffers.size(); ++i) {
+    out[i] = s.buffers[i].address ? s.buffers[i].address : next;
+    if (!s.buffers[i].address) next += (s.buffers[i].bytes + 0xFFFF) & ~uint64_t(0xFFFF);
+  }
+  return out;
 }
+
+}  // namespace
+
+uint64_t emitted_address(const Schedule& s, uint32_t buffer) { return emitted_addresses(s)[buffer]; }
 
 EmitResult emit_trace(const Schedule& s, const std::string& path, const EmitOptions& opts) {
   auto errs = s.validate();
@@ -86,9 +95,8 @@ EmitResult emit_trace(const Schedule& s, const std::string& path, const EmitOpti
   res.path = path;
   res.seq_of_action.assign(s.actions.size(), 0);
 
-  std::vector<uint64_t> addr(s.buffers.size());
+  const std::vector<uint64_t> addr = emitted_addresses(s);
   for (uint32_t i = 0; i < s.buffers.size(); ++i) {
-    addr[i] = emitted_address(s, i);
     if (s.buffers[i].alloc != "external") b.alloc(s.buffers[i].bytes, alloc_kind(s.buffers[i].alloc), 0, 0, addr[i]);
   }
   for (const auto& st : s.streams) {

@@ -6,11 +6,12 @@
 #include <filesystem>
 #include <map>
 
-#include "bench/synthetic_workloads.h"
 #include "replay/analyzer_verdict.h"
 #include "replay/stream_simulator.h"
 #include "replay/trace_editor.h"
+#include "replay/trace_emitter.h"
 #include "replay/trace_lifter.h"
+#include "replay/zero_schedule.h"
 #include "traceformat/trace_builder.h"
 
 using namespace streamrace::replay;
@@ -265,12 +266,10 @@ TEST(TraceEditor, ApplyingEveryFixToZeroStage12RemovesEveryFindingWithoutNewOnes
   std::vector<std::string> paths;
   for (int r = 0; r < 2; ++r) {
     paths.push_back(dir + "/rank" + std::to_string(r) + ".srace");
-    tr::TraceBuilder b(paths.back(), tr::TraceBuilder::default_header(r));
-    streamrace::synthetic::ZeroConfig c;
-    c.fix = streamrace::synthetic::ZeroFix::kNone;
-    c.rank = r;
-    c.world = 2;
-    streamrace::synthetic::write_zero_stage12(b, c);
+    EmitOptions eo;
+    eo.steps = 2;
+    eo.precise_kernels = false;
+    emit_trace(make_zero_schedule(synthetic_bucket_config(ZeroFix::kNone, r)), paths.back(), eo);
   }
   RecordFixOptions o;
   o.out_dir = dir + "/fixed";
