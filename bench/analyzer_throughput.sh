@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Analyzer throughput: generates a ZeRO-shaped trace (8 streams, events, collectives, 100k
-# allocations, copies into buckets), analyses it, and prints as its last line
+# allocations, copies into buckets; replay/zero_schedule's synthetic_training_config, written
+# by streamrace-tracegen), analyses it, and prints as its last line
 #   events_per_s=<N> peak_rss_mb=<M>
 # events_per_s counts records over the analyzer's CPU time (user+sys, one thread), so other
 # load on the machine does not distort it; wall time is printed too.

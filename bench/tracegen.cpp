@@ -1,50 +1,51 @@
-// streamrace-tracegen: writes synthetic traces (the benchmark's training-shaped trace and
-// the ZeRO-1/2 bucket pattern used by the demo and golden tests).
+// streamrace-tracegen: writes the synthetic traces of the benchmarks, the demo and the golden
+// tests. Both shapes are schedules of the replay's ZeRO generator (replay/zero_schedule.h)
+// written by its trace emitter (replay/trace_emitter.h): `training`, the analyzer benchmark's
+// trace, and `zero12`, the ZeRO-1 bucket pattern with a fix variant.
 #include <CLI/CLI.hpp>
 
 #include <iostream>
 
-#include "bench/synthetic_workloads.h"
+#include "replay/trace_emitter.h"
+#include "replay/zero_schedule.h"
 
 int main(int argc, char** argv) {
-  using namespace streamrace;
+  using namespace streamrace::replay;
   CLI::App app{"streamrace-tracegen: write synthetic streamrace traces"};
   std::string shape = "training", out, fix = "none";
-  uint64_t events = 10'000'000;
+  uint64_t events = 10'000'000, seed = 1;
   int rank = 0, steps = 2, allocations = 100'000;
   bool no_compress = false;
   app.add_option("--shape", shape, "training | zero12")->capture_default_str();
   app.add_option("-o,--output", out, "Trace file to create")->required();
   app.add_option("--events", events, "training: approximate number of records")->capture_default_str();
   app.add_option("--allocations", allocations, "training: live allocations")->capture_default_str();
+  app.add_option("--seed", seed, "training: side-traffic seed")->capture_default_str();
   app.add_option("--fix", fix, "zero12: none | event | wait-stream | sync")->capture_default_str();
-  app.add_option("--rank", rank, "zero12: rank")->capture_default_str();
+  app.add_option("--rank", rank, "zero12: rank (of 2)")->capture_default_str();
   app.add_option("--steps", steps, "zero12: training steps")->capture_default_str();
   app.add_flag("--no-compress", no_compress, "Write chunks uncompressed");
   CLI11_PARSE(app, argc, argv);
   try {
-    trace::WriterOptions wo;
-    wo.compress = !no_compress;
+    EmitOptions eo;
+    eo.precise_kernels = false;  // like a default-tier recording
+    eo.compress = !no_compress;
     if (shape == "training") {
-      trace::TraceBuilder t(out, trace::TraceBuilder::default_header(0), wo);
-      synthetic::TrainingShape s;
-      s.events = events;
-      s.allocations = allocations;
-      uint64_t n = synthetic::write_training_trace(t, s);
-      t.finish();
-      std::cout << "records=" << n << "\n";
+      Schedule s = make_zero_schedule(synthetic_training_config(allocations, seed));
+      // The step is repeated until the trace holds about `events` calls.
+      eo.steps = uint32_t(std::max<uint64_t>(1, (events + s.actions.size() / 2) / s.actions.size()));
+      eo.producer = "streamrace-tracegen training (synthetic ZeRO-1 training shape)";
+      auto r = emit_trace(s, out, eo);
+      std::cout << "records=" << r.calls << "\n";
     } else if (shape == "zero12") {
-      synthetic::ZeroConfig cfg;
-      if (!synthetic::parse_zero_fix(fix, cfg.fix)) {
+      auto f = parse_zero_fix(fix);
+      if (!f) {
         std::cerr << "streamrace-tracegen: unknown --fix '" << fix << "'\n";
         return 2;
       }
-      cfg.rank = rank;
-      cfg.steps = steps;
-      auto header = trace::TraceBuilder::default_header(rank);
-      header.producer = "streamrace-tracegen zero12 (synthetic DeepSpeed 0.14.2 ZeRO-1 bucket schedule)";
-      trace::TraceBuilder t(out, header, wo);
-      synthetic::write_zero_stage12(t, cfg);
+      eo.steps = uint32_t(std::max(1, steps));
+      eo.producer = "streamrace-tracegen zero12 (synthetic DeepSpeed 0.14.2 ZeRO-1 bucket schedule)";
+      emit_trace(make_zero_schedule(synthetic_bucket_config(*f, rank)), out, eo);
     } else {
       std::cerr << "streamrace-tracegen: unknown --shape '" << shape << "'\n";
       return 2;

@@ -19,7 +19,7 @@
 
 #include "analyzer/analyzer.h"
 #include "cli/command_registry.h"
-#include "replay/schedule_check.h"
+#include "replay/analyzer_verdict.h"
 #include "replay/stream_simulator.h"
 #include "replay/timeline.h"
 #include "replay/trace_editor.h"
@@ -270,13 +270,13 @@ int run_trace(const TraceArgs& a) {
                         {"edit_level", "record"},
                         {"findings_before", res.before.findings.size()}, {"findings_after", res.after.findings.size()},
                         {"rounds", res.rounds}, {"round_cap_hit", res.hit_round_cap},
-                        {"targeted", res.targeted}, {"removed", res.removed}, {"remaining", res.remaining},
-                        {"introduced", res.introduced}, {"traces", traces_j}, {"fixed", fixed}};
+                        {"targeted", res.verdict.targeted}, {"removed", res.verdict.removed}, {"remaining", res.verdict.remaining},
+                        {"introduced", res.verdict.introduced}, {"traces", traces_j}, {"fixed", fixed}};
     std::cout << j.dump(2) << "\n";
     return fixed ? kExitClean : kExitRaces;
   }
   std::cout << fmt::format("streamrace replay: {} trace(s), {} finding(s) before, {} targeted\n", res.traces.size(),
-                           res.before.findings.size(), res.targeted.size());
+                           res.before.findings.size(), res.verdict.targeted.size());
   // Columns are as wide as their widest cell plus two spaces.
   std::vector<std::vector<std::string>> rows = {{"trace", "edits"}};
   if (!sims.empty()) rows[0].insert(rows[0].end(), {"simulator before", "simulator after"});
@@ -303,9 +303,9 @@ int run_trace(const TraceArgs& a) {
   std::cout << fmt::format("record-level edits: {} in {} round(s){}\n", res.total_edits(), res.rounds,
                            res.hit_round_cap ? fmt::format(" (stopped at the cap of {} rounds)", res.round_cap) : "");
   std::cout << fmt::format("analyzer after the edits: {} finding(s); removed {}, remaining {}, new {}\n",
-                           res.after.findings.size(), res.removed.size(), res.remaining.size(), res.introduced.size());
-  for (const auto& fp : res.remaining) std::cout << "  still racing: " << fp << "\n";
-  for (const auto& fp : res.introduced) std::cout << "  new finding: " << fp << "\n";
+                           res.after.findings.size(), res.verdict.removed.size(), res.verdict.remaining.size(), res.verdict.introduced.size());
+  for (const auto& fp : res.verdict.remaining) std::cout << "  still racing: " << fp << "\n";
+  for (const auto& fp : res.verdict.introduced) std::cout << "  new finding: " << fp << "\n";
   std::cout << "edited traces in " << o.out_dir << "\n" << (fixed ? "verdict: fixed\n" : "verdict: NOT fixed\n");
   return fixed ? kExitClean : kExitRaces;
 }

@@ -74,6 +74,8 @@ void TraceEditor::add_edit(const analysis::FixEdit& edit) {
     return it->second;
   };
   const size_t a = find(edit.after_seq), b = find(edit.before_seq);
+  for (uint64_t stream : {edit.record_stream, edit.wait_stream})
+    if (!has_stream(stream)) throw std::invalid_argument(fmt::format("stream 0x{:x} is not a stream of the trace", stream));
   if (a >= b)
     throw std::invalid_argument(fmt::format("the record after call {} would not come before the wait before call {}",
                                             edit.after_seq, edit.before_seq));
@@ -81,6 +83,17 @@ void TraceEditor::add_edit(const analysis::FixEdit& edit) {
   while (std::binary_search(used_events_.begin(), used_events_.end(), ev)) ++ev;
   next_event_ = ev + 1;
   edits_.push_back(Edit{edit, ev, a, b});
+}
+
+bool TraceEditor::has_stream(uint64_t handle) const {
+  if (is_legacy_stream(handle) || is_per_thread_stream(handle)) return true;
+  for (const Rec& r : recs_) {
+    if (r.kind != RecordKind::kStreamCreate || r.size < sizeof(StreamCreate)) continue;
+    StreamCreate sc;
+    std::memcpy(&sc, arena_.data() + r.offset, sizeof(sc));
+    if (sc.stream == handle) return true;
+  }
+  return false;
 }
 
 uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
@@ -187,10 +200,7 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
 RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const RecordFixOptions& opts) {
   RecordFixResult res;
   res.before = analyze_traces(traces);
-  std::set<std::string> before_fps;
-  for (const auto& f : res.before.findings) before_fps.insert(f.fingerprint);
   const std::set<std::string> targets = select_fix_targets(res.before, opts.fingerprints);
-  res.targeted.assign(targets.begin(), targets.end());
   fs::create_directories(opts.out_dir);
   std::vector<std::string> cur = traces;
   for (const auto& t : traces) res.traces.push_back(RecordFixResult::PerTrace{t, "", 0, {}});
@@ -262,11 +272,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
     final_paths.push_back(dst);
   }
   res.after = analyze_traces(final_paths);
-  std::set<std::string> after_fps;
-  for (const auto& f : res.after.findings) after_fps.insert(f.fingerprint);
-  for (const auto& fp : targets) (after_fps.count(fp) ? res.remaining : res.removed).push_back(fp);
-  for (const auto& fp : after_fps)
-    if (!before_fps.count(fp)) res.introduced.push_back(fp);
+  res.verdict = judge_fix(res.before, res.after, targets);
   return res;
 }
 

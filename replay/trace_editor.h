@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "analyzer/finding.h"
-#include "replay/schedule_check.h"
+#include "replay/analyzer_verdict.h"
 #include "traceformat/trace_file.h"
 
 namespace streamrace::replay {
@@ -28,7 +28,8 @@ class TraceEditor {
   explicit TraceEditor(const std::string& path);
 
   // Queues one edit; seqs are those of the trace as read. Throws std::invalid_argument when a
-  // seq is not a call of the trace or after_seq does not come before before_seq.
+  // seq is not a call of the trace, after_seq does not come before before_seq, or a stream is
+  // neither a legacy or per-thread default stream nor created in the trace.
   void add_edit(const analysis::FixEdit& edit);
   size_t edits() const { return edits_.size(); }
 
@@ -36,6 +37,7 @@ class TraceEditor {
   uint64_t write(const std::string& path, trace::WriterOptions opts = {}) const;
 
   const trace::TraceHeader& header() const { return header_; }
+  bool has_stream(uint64_t handle) const;
   const std::vector<std::string>& warnings() const { return warnings_; }
   uint64_t calls() const { return ncalls_; }
   // The event handle the next edit will use.
@@ -88,13 +90,13 @@ struct RecordFixResult {
   uint32_t rounds = 0;       // rounds that edited something
   bool hit_round_cap = false;
   uint64_t round_cap = 0;  // the cap in force (max_rounds, or the automatic one)
-  std::vector<std::string> targeted, removed, remaining, introduced;
+  FixVerdict verdict;      // targeted, removed, remaining and new fingerprints
   size_t total_edits() const {
     size_t n = 0;
     for (const auto& t : traces) n += t.edits;
     return n;
   }
-  bool fixed() const { return remaining.empty() && introduced.empty() && !hit_round_cap; }
+  bool fixed() const { return verdict.fixed() && !hit_round_cap; }
 };
 
 // Throws std::invalid_argument when a requested fingerprint is not among the input's

@@ -61,32 +61,42 @@ const char* kernel_name(const Action& a) {
 
 }  // namespace
 
-uint64_t emitted_address(const Schedule& s, uint32_t buffer) {
-  if (s.buffers[buffer].address) return s.buffers[buffer].address;
-  uint64_t a = kSyntheticBase;
-  for (uint32_t i = 0; i < buffer; ++i)
-    if (!s.buffers[i].address) a += (s.buffers[i].bytes + 0xFFFF) & ~uint64_t(0xFFFF);
-  return a;
+namespace {
+
+// Every buffer's address: its own when lifted, else the next 64 KiB-aligned synthetic one.
+std::vector<uint64_t> emitted_addresses(const Schedule& s) {
+  std::vector<uint64_t> out(s.buffers.size());
+  uint64_t next = kSyntheticBase;
+  for (size_t i = 0; i < s.buffers.size(); ++i) {
+    out[i] = s.buffers[i].address ? s.buffers[i].address : next;
+    if (!s.buffers[i].address) next += (s.buffers[i].bytes + 0xFFFF) & ~uint64_t(0xFFFF);
+  }
+  return out;
 }
+
+}  // namespace
+
+uint64_t emitted_address(const Schedule& s, uint32_t buffer) { return emitted_addresses(s)[buffer]; }
 
 EmitResult emit_trace(const Schedule& s, const std::string& path, const EmitOptions& opts) {
   auto errs = s.validate();
   if (!errs.empty()) throw std::invalid_argument("schedule is not well formed: " + errs.front());
   auto header = TraceBuilder::default_header(s.rank);
-  header.producer = "streamrace replay";
+  header.producer = opts.producer;
   header.host = "replay";
   header.pid = opts.pid ? opts.pid : 1000 + s.rank;
   header.mode = opts.precise_kernels ? "precise" : "default";
   header.command = s.name;
   header.devices = "0:simulated";
-  TraceBuilder b(path, header);
+  trace::WriterOptions wo;
+  wo.compress = opts.compress;
+  TraceBuilder b(path, header, wo);
   EmitResult res;
   res.path = path;
   res.seq_of_action.assign(s.actions.size(), 0);
 
-  std::vector<uint64_t> addr(s.buffers.size());
+  const std::vector<uint64_t> addr = emitted_addresses(s);
   for (uint32_t i = 0; i < s.buffers.size(); ++i) {
-    addr[i] = emitted_address(s, i);
     if (s.buffers[i].alloc != "external") b.alloc(s.buffers[i].bytes, alloc_kind(s.buffers[i].alloc), 0, 0, addr[i]);
   }
   for (const auto& st : s.streams) {
@@ -109,15 +119,18 @@ EmitResult emit_trace(const Schedule& s, const std::string& path, const EmitOpti
   std::vector<uint64_t> freed;
   const uint32_t es = s.elem_bytes ? s.elem_bytes : 1;
 
+  // Stack ids, interned in the first step and reused by the others.
+  std::vector<uint32_t> stack_of_action(s.actions.size(), 0);
   for (uint32_t step = 0; step < std::max<uint32_t>(1, opts.steps); ++step) {
     for (uint32_t i = 0; i < s.actions.size(); ++i) {
       const Action& a = s.actions[i];
-      std::vector<trace::SiteFrame> frames;
-      for (const auto& f : a.stack) frames.push_back(trace::SiteFrame{f.file, f.function, f.line, f.python});
-      b.at(frames.empty() ? 0 : b.stack(frames));
-      const uint64_t seq = b.next_seq();
-      if (step == 0) res.seq_of_action[i] = seq;
-      res.action_of_seq[seq] = i;
+      if (step == 0 && !a.stack.empty()) {
+        std::vector<trace::SiteFrame> frames;
+        for (const auto& f : a.stack) frames.push_back(trace::SiteFrame{f.file, f.function, f.line, f.python});
+        stack_of_action[i] = b.stack(frames);
+      }
+      b.at(stack_of_action[i]);
+      if (step == 0) res.seq_of_action[i] = b.next_seq();
       const uint64_t stream = a.stream < res.stream_handle.size() ? res.stream_handle[a.stream] : 0;
       switch (a.kind) {
         case ActionKind::kProduce:
@@ -196,6 +209,7 @@ EmitResult emit_trace(const Schedule& s, const std::string& path, const EmitOpti
   for (uint32_t i = 0; i < s.buffers.size(); ++i)
     if (s.buffers[i].alloc != "external" && std::find(freed.begin(), freed.end(), addr[i]) == freed.end())
       b.free(addr[i], alloc_kind(s.buffers[i].alloc));
+  res.calls = b.next_seq();
   b.finish();
   return res;
 }

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "replay/schedule.h"
@@ -17,13 +16,15 @@ struct EmitOptions {
   uint32_t steps = 1;           // the host program is written this many times
   bool precise_kernels = true;  // exact kernel accesses as KernelAccess records (precise tier)
   int64_t pid = 0;              // 0: 1000 + rank
+  std::string producer = "streamrace replay";  // the header's producer
+  bool compress = true;         // zstd chunks
 };
 
 struct EmitResult {
   std::string path;
-  std::unordered_map<uint64_t, uint32_t> action_of_seq;  // call seq -> action index
-  std::vector<uint64_t> seq_of_action;                   // first step's seq per action
-  std::vector<uint64_t> stream_handle;                   // per schedule stream
+  std::vector<uint64_t> seq_of_action;  // first step's seq per action
+  std::vector<uint64_t> stream_handle;  // per schedule stream
+  uint64_t calls = 0;                   // call records written (seqs 0 .. calls - 1)
 };
 
 // The base address a buffer gets in the trace (its own address when lifted).

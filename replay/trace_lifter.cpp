@@ -1,4 +1,4 @@
-// Trace -> schedule, and fix edits on the result.
+// Trace -> schedule.
 #include "replay/trace_lifter.h"
 
 #include <algorithm>
@@ -335,55 +335,8 @@ class Lifter {
   uint64_t group_calls_ = 0;
 };
 
-size_t find_seq(const Schedule& s, uint64_t seq) {
-  for (size_t i = 0; i < s.actions.size(); ++i)
-    if (s.actions[i].source_seq == seq) return i;
-  throw std::invalid_argument(fmt::format("no lifted call has seq {}", seq));
-}
-
-uint32_t find_handle(Schedule& s, uint64_t handle) {
-  for (uint32_t i = 0; i < s.streams.size(); ++i)
-    if (s.streams[i].handle == handle) return i;
-  if (trace::is_legacy_stream(handle)) return s.add_stream("legacy default", StreamKind::kLegacyDefault, handle);
-  throw std::invalid_argument(fmt::format("no lifted stream has handle 0x{:x}", handle));
-}
-
 }  // namespace
 
 LiftResult lift_trace(const std::string& path) { return Lifter(path).run(); }
-
-size_t apply_fix_edit(Schedule& s, const analysis::FixEdit& e, const std::string& name) {
-  const size_t after = find_seq(s, e.after_seq), before = find_seq(s, e.before_seq);
-  const uint32_t rs = find_handle(s, e.record_stream), ws = find_handle(s, e.wait_stream);
-  return insert_fix(s, after, rs, before, ws, name);
-}
-
-size_t insert_fix(Schedule& s, size_t after, uint32_t rs, size_t before, uint32_t ws, const std::string& name) {
-  if (after >= s.actions.size() || before >= s.actions.size())
-    throw std::invalid_argument(fmt::format("fix names action {} or {} of {}", after, before, s.actions.size()));
-  if (rs >= s.streams.size() || ws >= s.streams.size())
-    throw std::invalid_argument(fmt::format("fix names stream {} or {} of {}", rs, ws, s.streams.size()));
-  if (before <= after)
-    throw std::invalid_argument(fmt::format("the wait (before action {}) would be issued before the record (after action {})",
-                                            before, after));
-  const uint32_t ev = s.add_event(name);
-  Action rec;
-  rec.kind = ActionKind::kEventRecord;
-  rec.stream = rs;
-  rec.event = ev;
-  rec.label = "record " + name + " (fix)";
-  rec.api = "cudaEventRecord";
-  rec.stack = s.actions[after].stack;
-  Action wait;
-  wait.kind = ActionKind::kStreamWait;
-  wait.stream = ws;
-  wait.event = ev;
-  wait.label = s.streams[ws].name + " waits on " + name + " (fix)";
-  wait.api = "cudaStreamWaitEvent";
-  wait.stack = s.actions[before].stack;
-  s.actions.insert(s.actions.begin() + std::ptrdiff_t(before), std::move(wait));
-  s.actions.insert(s.actions.begin() + std::ptrdiff_t(after + 1), std::move(rec));
-  return before + 1;
-}
 
 }  // namespace streamrace::replay

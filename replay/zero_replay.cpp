@@ -18,14 +18,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string summarize(const analysis::Finding& f) {
-  auto site = [](const analysis::Access& a) {
-    if (a.stack.empty()) return a.op;
-    return fmt::format("{}:{} ({})", fs::path(a.stack[0].file).filename().string(), a.stack[0].line, a.op);
-  };
-  return fmt::format("{} {} vs {}", analysis::short_name(f.kind), site(f.later), site(f.earlier));
-}
-
 void simulate(const std::vector<Schedule>& ranks, const ZeroReplayOptions& o, VariantReport& r) {
   r.simulated = true;
   std::vector<std::unique_ptr<StreamSimulator>> sims;
@@ -106,7 +98,7 @@ std::vector<VariantReport> run_zero_replay(const ZeroReplayOptions& o) {
     rep.certain = verdict.certain;
     rep.possible = verdict.possible;
     for (const auto& f : verdict.findings) rep.fingerprints.push_back(f.fingerprint);
-    if (!verdict.findings.empty()) rep.first_finding = summarize(verdict.findings[0]);
+    if (!verdict.findings.empty()) rep.first_finding = summarize_finding(verdict.findings[0]);
     if (o.simulate) simulate(ranks, o, rep);
     out.push_back(std::move(rep));
   }

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "replay/schedule_check.h"
+#include "replay/analyzer_verdict.h"
 #include "replay/zero_schedule.h"
 
 namespace streamrace::replay {

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <random>
+#include <tuple>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -87,6 +89,37 @@ bool apply_zero_preset(const std::string& name, ZeroConfig& cfg) {
   return true;
 }
 
+ZeroConfig synthetic_bucket_config(ZeroFix fix, int rank) {
+  ZeroConfig c;
+  c.stage = 1;
+  c.param_elements.assign(16, 256 * 1024);
+  c.bucket_elements = 1024 * 1024;
+  c.world = 2;
+  c.rank = rank;
+  c.dtype = "fp16";
+  c.fix = fix;
+  c.partition = ZeroPartition::kBucketShare;
+  c.nccl_stream = true;
+  return c;
+}
+
+ZeroConfig synthetic_training_config(int allocations, uint64_t seed) {
+  ZeroConfig c;
+  c.stage = 1;
+  c.param_elements.assign(size_t(std::max(allocations, 2) / 2), 32 * 1024);
+  c.bucket_elements = 4 * 1024 * 1024;
+  c.world = 8;
+  c.rank = 0;
+  c.dtype = "fp16";
+  c.fix = ZeroFix::kEvent;
+  c.partition = ZeroPartition::kBucketShare;
+  c.nccl_stream = true;
+  c.weights = true;
+  c.side_streams = 5;
+  c.side_seed = seed;
+  return c;
+}
+
 namespace {
 
 constexpr const char* kStage12File = "deepspeed/runtime/zero/stage_1_and_2.py";
@@ -121,6 +154,7 @@ class ScheduleWriter {
  public:
   explicit ScheduleWriter(Schedule& s) : s_(s) {}
 
+  // A device operation or, with the host's kinds, a host action (the writer is the same).
   Action& device(ActionKind kind, uint32_t stream, std::string label, std::vector<Site> stack) {
     Action a;
     a.kind = kind;
@@ -171,14 +205,7 @@ class ScheduleWriter {
     wait(waiter, e, stack);
   }
   void host(ActionKind kind, uint32_t stream, uint32_t event, std::string label, std::vector<Site> stack) {
-    Action a;
-    a.kind = kind;
-    a.stream = stream;
-    a.event = event;
-    a.label = std::move(label);
-    a.stack = std::move(stack);
-    a.flush = flush_;
-    s_.actions.push_back(std::move(a));
+    device(kind, stream, std::move(label), std::move(stack)).event = event;
   }
   void set_flush(int f) { flush_ = f; }
 
@@ -201,9 +228,15 @@ void check_common(const ZeroConfig& cfg) {
           "parameter {} ({} elements) is larger than the bucket ({} elements): DeepSpeed reduces such a "
           "parameter on its own, which the replay does not model",
           i, cfg.param_elements[i], cfg.bucket_elements));
+    if (cfg.partition == ZeroPartition::kBucketShare && cfg.param_elements[i] % uint64_t(cfg.world))
+      throw std::invalid_argument(fmt::format(
+          "parameter {} ({} elements) does not split evenly over {} ranks, which the bucket-share partition needs",
+          i, cfg.param_elements[i], cfg.world));
   }
   if (dtype_bytes(cfg.dtype) == 0 || cfg.dtype == "int8" || cfg.dtype == "uint8")
     throw std::invalid_argument("unknown dtype \"" + cfg.dtype + "\" (use fp16, bf16 or fp32)");
+  if (cfg.side_streams < 0 || cfg.side_streams > 64)
+    throw std::invalid_argument(fmt::format("{} side streams is outside 0..64", cfg.side_streams));
 }
 
 void fill_common(const ZeroConfig& cfg, Schedule& s) {
@@ -222,7 +255,35 @@ void fill_common(const ZeroConfig& cfg, Schedule& s) {
   std::string sizes;
   for (auto n : cfg.param_elements) sizes += (sizes.empty() ? "" : ",") + std::to_string(n);
   s.meta["param_elements"] = sizes;
+  // The modelling choices beyond the reference's defaults, only where they are used.
+  if (cfg.stage != 3) {
+    if (cfg.partition == ZeroPartition::kBucketShare) s.meta["partition"] = "bucket-share";
+    if (cfg.nccl_stream) s.meta["nccl_stream"] = "true";
+    if (cfg.weights) s.meta["weights"] = "true";
+    if (cfg.side_streams) s.meta["side_streams"] = fmt::format("{} (seed {})", cfg.side_streams, cfg.side_seed);
+  }
 }
+
+// The gradients gathered in the bucket being filled (both stages).
+struct Bucket {
+  struct Entry {
+    size_t param;
+    uint64_t bucket_offset;  // elements
+  };
+  std::vector<Entry> entries;
+  uint64_t elements = 0;
+  int flushes = 0;
+
+  bool fits(uint64_t n, uint64_t capacity) const { return elements + n <= capacity; }
+  void add(size_t param, uint64_t n) {
+    entries.push_back(Entry{param, elements});
+    elements += n;
+  }
+  void clear() {
+    entries.clear();
+    elements = 0;
+  }
+};
 
 Schedule make_stage12(const ZeroConfig& cfg) {
   Schedule s;
@@ -232,9 +293,13 @@ Schedule make_stage12(const ZeroConfig& cfg) {
       "DeepSpeed ZeRO-{} overlap_comm bucket schedule (contiguous_gradients, double ipg_buffer), fix variant "
       "'{}', reduce_scatter={}",
       cfg.stage, to_string(cfg.fix), cfg.reduce_scatter);
+  if (cfg.partition == ZeroPartition::kBucketShare) s.description += ", bucket-share partition";
   ScheduleWriter w(s);
   const uint32_t C = s.add_stream("compute", StreamKind::kLegacyDefault);
   const uint32_t R = s.add_stream("reduction", StreamKind::kNonBlocking);
+  const uint32_t N = cfg.nccl_stream ? s.add_stream("nccl", StreamKind::kNonBlocking) : R;
+  std::vector<uint32_t> sides;
+  for (int i = 0; i < cfg.side_streams; ++i) sides.push_back(s.add_stream(fmt::format("side[{}]", i), StreamKind::kNonBlocking));
 
   const size_t n = cfg.param_elements.size();
   std::vector<uint64_t> flat_offset(n);
@@ -247,23 +312,27 @@ Schedule make_stage12(const ZeroConfig& cfg) {
   const uint64_t part = (total + W - 1) / W;  // elements per rank partition (padded)
   const uint64_t part_lo = part * uint64_t(cfg.rank), part_hi = part_lo + part;
 
-  std::vector<uint32_t> grad(n);
-  for (size_t p = 0; p < n; ++p)
+  std::vector<uint32_t> grad(n), weight;
+  for (size_t p = 0; p < n; ++p) {
     grad[p] = s.add_buffer(fmt::format("grad[p{}]", p), cfg.param_elements[p] * s.elem_bytes, "gradient");
+    if (cfg.weights) weight.push_back(s.add_buffer(fmt::format("weight[p{}]", p), cfg.param_elements[p] * s.elem_bytes, "param"));
+  }
   const uint32_t ipg[2] = {s.add_buffer("ipg_buffer[0]", cfg.bucket_elements * s.elem_bytes, "bucket"),
                            s.add_buffer("ipg_buffer[1]", cfg.bucket_elements * s.elem_bytes, "bucket")};
   const uint32_t partition = s.add_buffer("grads_in_partition", part * s.elem_bytes, "partition");
   const uint32_t averaged = s.add_buffer("averaged_gradients", part * s.elem_bytes, "output");
 
-  struct Entry {
-    size_t param;
-    uint64_t bucket_offset;
-  };
-  std::vector<Entry> bucket;
-  uint64_t elements = 0;
+  Bucket bucket;
   int ipg_index = 0;
-  int flushes = 0;
   std::optional<uint32_t> ipg_events[2];
+  // What of each parameter ends up in this rank's partition: elements [lo, lo + count) of the
+  // parameter at element `at` of the partition.
+  struct Piece {
+    size_t param;
+    uint64_t lo, count, at;
+  };
+  std::vector<Piece> pieces;
+  uint64_t share_at = 0;  // kBucketShare: where the next bucket's share goes in the partition
 
   // This rank's piece of a parameter: [lo, hi) in the parameter's own element numbering.
   auto my_piece = [&](size_t p, uint64_t& lo, uint64_t& hi) {
@@ -273,11 +342,19 @@ Schedule make_stage12(const ZeroConfig& cfg) {
     hi = b - flat_offset[p];
     return true;
   };
+  // A collective on the process group's stream: it waits on R before, R waits on it after.
+  auto collective = [&](CollectiveKind kind, ByteRange send, ByteRange recv, std::string label, const std::vector<Site>& stack,
+                        int k) {
+    if (N != R) w.wait_stream(N, R, fmt::format("nccl_ready[{}]", k), stack);
+    w.collective(N, kind, send, recv, std::move(label), stack);
+    if (N != R) w.wait_stream(R, N, fmt::format("nccl_done[{}]", k), stack);
+  };
 
   auto flush = [&](bool epilogue) {
-    const int k = flushes++;
+    const int k = bucket.flushes++;
     w.set_flush(k);
     const uint32_t buf = ipg[ipg_index];
+    const uint64_t elements = bucket.elements;
     const ByteRange used = s.elems(buf, 0, elements);
     const auto site = [&](const char* fn, uint32_t line) { return flush_stack(Site{kStage12File, fn, line}, epilogue); };
     // average_tensor: the reduction stream waits for the copies into this bucket.
@@ -286,7 +363,7 @@ Schedule make_stage12(const ZeroConfig& cfg) {
       w.wait_stream(C, R, fmt::format("reduction_done[{}]", k), site("average_tensor", 1052));
     if (cfg.delay_ns) w.spin(R, cfg.delay_ns, site("average_tensor", 1053));
     w.divide(R, used, W, fmt::format("divide ipg_buffer[{}] (bucket {})", ipg_index, k), site("average_tensor", 1071));
-    const bool single = bucket.size() == 1;
+    const bool in_place = !cfg.reduce_scatter || bucket.entries.size() == 1 || cfg.partition == ZeroPartition::kBucketShare;
     const auto ar_stack = [&](const char* fn, uint32_t line) {
       auto st = site("average_tensor", 1127);
       st.insert(st.begin(), Site{kStage12File, "allreduce_and_scatter", 1031});
@@ -294,19 +371,17 @@ Schedule make_stage12(const ZeroConfig& cfg) {
       if (fn) st.insert(st.begin(), Site{kStage12File, fn, line});
       return st;
     };
-    if (!cfg.reduce_scatter || single) {
+    if (in_place) {
       // One in-place all_reduce of the bucket (a single slice stays a view of the bucket).
-      w.collective(R, CollectiveKind::kAllReduce, used, used,
-                   fmt::format("all_reduce ipg_buffer[{}] (bucket {})", ipg_index, k),
-                   cfg.reduce_scatter ? ar_stack("allreduce_bucket", 1496) : site("average_tensor", 1135));
+      collective(CollectiveKind::kAllReduce, used, used, fmt::format("all_reduce ipg_buffer[{}] (bucket {})", ipg_index, k),
+                 cfg.reduce_scatter ? ar_stack("allreduce_bucket", 1496) : site("average_tensor", 1135), k);
     } else {
       const uint32_t flat = s.add_buffer(fmt::format("flat[{}]", k), elements * s.elem_bytes, "temp");
       const ByteRange all = s.elems(flat, 0, elements);
       w.copy(R, used, all, fmt::format("flatten ipg_buffer[{}] (bucket {})", ipg_index, k),
              ar_stack("allreduce_bucket", 1488));
-      w.collective(R, CollectiveKind::kAllReduce, all, all, fmt::format("all_reduce flat[{}]", k),
-                   ar_stack("allreduce_bucket", 1496));
-      for (const auto& e : bucket) {
+      collective(CollectiveKind::kAllReduce, all, all, fmt::format("all_reduce flat[{}]", k), ar_stack("allreduce_bucket", 1496), k);
+      for (const auto& e : bucket.entries) {
         uint64_t lo, hi;
         if (!my_piece(e.param, lo, hi)) continue;
         w.copy(R, s.elems(flat, e.bucket_offset + lo, hi - lo), s.elems(buf, e.bucket_offset + lo, hi - lo),
@@ -315,12 +390,25 @@ Schedule make_stage12(const ZeroConfig& cfg) {
       }
     }
     // copy_grads_in_partition: this rank's slices out of the bucket.
-    for (const auto& e : bucket) {
-      uint64_t lo, hi;
-      if (!my_piece(e.param, lo, hi)) continue;
-      w.copy(R, s.elems(buf, e.bucket_offset + lo, hi - lo), s.elems(partition, flat_offset[e.param] + lo - part_lo, hi - lo),
-             fmt::format("copy p{} from ipg_buffer[{}] into grads_in_partition", e.param, ipg_index),
+    if (cfg.partition == ZeroPartition::kBucketShare) {
+      const uint64_t share = elements / W, from = share * uint64_t(cfg.rank);
+      w.copy(R, s.elems(buf, from, share), s.elems(partition, share_at, share),
+             fmt::format("copy rank {}'s share of ipg_buffer[{}] into grads_in_partition", cfg.rank, ipg_index),
              site("copy_grads_in_partition", 1343));
+      for (const auto& e : bucket.entries) {
+        const uint64_t a = std::max(e.bucket_offset, from), b = std::min(e.bucket_offset + cfg.param_elements[e.param], from + share);
+        if (a < b) pieces.push_back(Piece{e.param, a - e.bucket_offset, b - a, share_at + a - from});
+      }
+      share_at += share;
+    } else {
+      for (const auto& e : bucket.entries) {
+        uint64_t lo, hi;
+        if (!my_piece(e.param, lo, hi)) continue;
+        w.copy(R, s.elems(buf, e.bucket_offset + lo, hi - lo), s.elems(partition, flat_offset[e.param] + lo - part_lo, hi - lo),
+               fmt::format("copy p{} from ipg_buffer[{}] into grads_in_partition", e.param, ipg_index),
+               site("copy_grads_in_partition", 1343));
+        pieces.push_back(Piece{e.param, lo, hi - lo, flat_offset[e.param] + lo - part_lo});
+      }
     }
     if (cfg.fix == ZeroFix::kSync)
       w.host(ActionKind::kDeviceSync, kNone, kNone, "host synchronize after the flush",
@@ -333,33 +421,46 @@ Schedule make_stage12(const ZeroConfig& cfg) {
       if (cfg.fix == ZeroFix::kEvent && ipg_events[ipg_index]) w.wait(C, *ipg_events[ipg_index], hook(943));
     }
     bucket.clear();
-    elements = 0;
     w.set_flush(-1);
+  };
+
+  std::mt19937_64 rng(cfg.side_seed);
+  const std::vector<Site> side_stack{{"train.py", "prefetch", 30}, {"train.py", "train", 146}};
+  auto side_traffic = [&]() {
+    const uint32_t side = sides[rng() % sides.size()];
+    if (rng() % 4) return;
+    w.wait_stream(side, C, "side_ready", side_stack);
+    const size_t pick = rng() % (n * (cfg.weights ? 2 : 1));
+    const uint32_t target = pick < n ? grad[pick] : weight[pick - n];
+    auto& m = w.device(ActionKind::kMemset, side, "side traffic: set " + s.buffers[target].name, side_stack);
+    m.writes = {ByteRange{target, 0, std::min<uint64_t>(4096, s.buffers[target].bytes)}};
+    w.wait_stream(C, side, "side_done", side_stack);
   };
 
   for (size_t i = n; i-- > 0;) {
     auto& a = w.device(ActionKind::kProduce, C, fmt::format("backward writes grad[p{}]", i), backward_stack());
     a.writes = {s.elems(grad[i], 0, cfg.param_elements[i])};
+    if (cfg.weights) a.reads = {s.elems(weight[i], 0, cfg.param_elements[i])};
     a.param = uint32_t(i);
-    if (elements + cfg.param_elements[i] > cfg.bucket_elements) flush(false);
-    w.copy(C, s.elems(grad[i], 0, cfg.param_elements[i]), s.elems(ipg[ipg_index], elements, cfg.param_elements[i]),
+    if (!bucket.fits(cfg.param_elements[i], cfg.bucket_elements)) flush(false);
+    w.copy(C, s.elems(grad[i], 0, cfg.param_elements[i]), s.elems(ipg[ipg_index], bucket.elements, cfg.param_elements[i]),
            fmt::format("copy grad[p{}] into ipg_buffer[{}]", i, ipg_index),
            hook_stack(Site{kStage12File, "reduce_independent_p_g_buckets_and_remove_grads", 950}));
-    bucket.push_back(Entry{i, elements});
-    elements += cfg.param_elements[i];
+    bucket.add(i, cfg.param_elements[i]);
+    if (!sides.empty()) side_traffic();
   }
-  if (elements) flush(true);
+  if (bucket.elements) flush(true);
   const std::vector<Site> epi{{kStage12File, "overlapping_partition_gradients_reduce_epilogue", 760}};
   w.host(ActionKind::kDeviceSync, kNone, kNone, "epilogue: device synchronize", epi);
   // Build the averaged gradients on the compute stream from the partition.
   w.copy(C, s.elems(partition, 0, part), s.elems(averaged, 0, part), "averaged_gradients from grads_in_partition",
          {{kStage12File, "overlapping_partition_gradients_reduce_epilogue", 765}});
-  for (size_t p = 0; p < n; ++p) {
-    uint64_t lo, hi;
-    if (!my_piece(p, lo, hi)) continue;
-    s.expectations.push_back(Expectation{s.elems(averaged, flat_offset[p] + lo - part_lo, hi - lo), uint32_t(p), lo,
-                                         fmt::format("averaged gradient of p{} [{}, {})", p, lo, hi)});
-  }
+  std::sort(pieces.begin(), pieces.end(), [](const Piece& x, const Piece& y) {
+    return std::tie(x.param, x.lo) < std::tie(y.param, y.lo);
+  });
+  for (const auto& pc : pieces)
+    s.expectations.push_back(Expectation{s.elems(averaged, pc.at, pc.count), uint32_t(pc.param), pc.lo,
+                                         fmt::format("averaged gradient of p{} [{}, {})", pc.param, pc.lo, pc.lo + pc.count)});
   return s;
 }
 
@@ -395,13 +496,7 @@ Schedule make_stage3(const ZeroConfig& cfg) {
   }
   const uint32_t ipg = s.add_buffer("ipg_bucket", cfg.bucket_elements * s.elem_bytes, "bucket");
 
-  struct Entry {
-    size_t param;
-    uint64_t bucket_offset;
-  };
-  std::vector<Entry> bucket;
-  uint64_t elements = 0;
-  int flushes = 0;
+  Bucket bucket;
   std::deque<uint32_t> fetch_events, flush_events;
 
   const auto s3 = [](const char* fn, uint32_t line) {
@@ -411,7 +506,7 @@ Schedule make_stage3(const ZeroConfig& cfg) {
   };
 
   auto flush = [&](bool last) {
-    const int k = flushes++;
+    const int k = bucket.flushes++;
     w.set_flush(k);
     if (int(flush_events.size()) > cfg.max_inflight) {
       w.host(ActionKind::kEventSync, kNone, flush_events.front(),
@@ -422,13 +517,13 @@ Schedule make_stage3(const ZeroConfig& cfg) {
     const auto site = [&](uint32_t line) { return s3("_DeepSpeedZeroOptimizer_Stage3__reduce_and_partition_ipg_grads", line); };
     if (cfg.delay_ns) w.spin(RP, cfg.delay_ns, site(1260));
     uint64_t S = 0;  // elements per rank in the interleaved buffer
-    for (const auto& e : bucket) S += chunk[e.param];
+    for (const auto& e : bucket.entries) S += chunk[e.param];
     const uint32_t inter = s.add_buffer(fmt::format("interleaved[{}]", k), S * W * s.elem_bytes, "temp");
     // Interleave: rank r's chunk of every parameter, padded, in one contiguous run per rank.
     uint64_t qoff = 0;
-    std::vector<uint64_t> q_at(bucket.size());
-    for (size_t b = 0; b < bucket.size(); ++b) {
-      const auto& e = bucket[b];
+    std::vector<uint64_t> q_at(bucket.entries.size());
+    for (size_t b = 0; b < bucket.entries.size(); ++b) {
+      const auto& e = bucket.entries[b];
       q_at[b] = qoff;
       const uint64_t np = cfg.param_elements[e.param];
       for (uint64_t r = 0; r < W; ++r) {
@@ -462,8 +557,8 @@ Schedule make_stage3(const ZeroConfig& cfg) {
       src_buf = inter;
       src_base = me * S;
     }
-    for (size_t b = 0; b < bucket.size(); ++b) {
-      const auto& e = bucket[b];
+    for (size_t b = 0; b < bucket.entries.size(); ++b) {
+      const auto& e = bucket.entries[b];
       const uint64_t np = cfg.param_elements[e.param];
       uint64_t lo = me * chunk[e.param], hi = std::min(np, lo + chunk[e.param]);
       if (hi <= lo) continue;
@@ -472,7 +567,6 @@ Schedule make_stage3(const ZeroConfig& cfg) {
     }
     flush_events.push_back(w.record(RP, fmt::format("reduce_and_partition_done[{}]", k), site(1296)));
     bucket.clear();
-    elements = 0;
     w.set_flush(-1);
     (void)last;
   };
@@ -494,17 +588,16 @@ Schedule make_stage3(const ZeroConfig& cfg) {
     a.writes = {s.elems(grad[i], 0, cfg.param_elements[i])};
     if (cfg.fetch_params) a.reads = {s.elems(full[i], 0, chunk[i] * W)};
     a.param = uint32_t(i);
-    if (elements + cfg.param_elements[i] > cfg.bucket_elements) flush(false);
+    if (!bucket.fits(cfg.param_elements[i], cfg.bucket_elements)) flush(false);
     // __add_grad_to_ipg_bucket: RP waits on the producer (0.13.3: on default_stream()).
     w.wait_stream(RP, producer_wait_target, fmt::format("grad_ready[p{}]", i),
                   s3("_DeepSpeedZeroOptimizer_Stage3__add_grad_to_ipg_bucket", 1230));
-    w.copy(RP, s.elems(grad[i], 0, cfg.param_elements[i]), s.elems(ipg, elements, cfg.param_elements[i]),
+    w.copy(RP, s.elems(grad[i], 0, cfg.param_elements[i]), s.elems(ipg, bucket.elements, cfg.param_elements[i]),
            fmt::format("copy grad[p{}] into ipg_bucket", i),
            s3("_DeepSpeedZeroOptimizer_Stage3__add_grad_to_ipg_bucket", 1240));
-    bucket.push_back(Entry{i, elements});
-    elements += cfg.param_elements[i];
+    bucket.add(i, cfg.param_elements[i]);
   }
-  if (elements) flush(true);
+  if (bucket.elements) flush(true);
   const std::vector<Site> end{{kStage3File, "independent_gradient_partition_epilogue", 1170}};
   w.host(ActionKind::kStreamSync, RP, kNone, "epilogue: reduce_and_partition_stream.synchronize()", end);
   const std::vector<Site> step{{kStage3File, "step", 2080}};

@@ -30,6 +30,18 @@ enum class Stage3Variant {
   kCurrentStream,          // later releases: RP waits on current_stream(); gradients on a side stream
 };
 
+// Stage 1/2: which part of each bucket a rank copies into its partition.
+enum class ZeroPartition {
+  // DeepSpeed: the flat parameter space is split into `world` equal partitions and each rank
+  // copies the pieces of its own parameters out of the bucket; a bucket of several slices is
+  // flattened, all-reduced and this rank's slices are copied back.
+  kParameters,
+  // Simplified: the bucket is all-reduced in place and each rank copies its 1/world share of
+  // every bucket in one copy. The synthetic traces (the golden ZeRO-1 test, the demo trace in
+  // samples/, the analyzer benchmark of bench/) use it: each rank reads half of every bucket.
+  kBucketShare,
+};
+
 const char* to_string(ZeroFix f);
 const char* to_string(Stage3Variant v);
 std::optional<ZeroFix> parse_zero_fix(const std::string& s);          // "none", "event", ...
@@ -50,12 +62,38 @@ struct ZeroConfig {
   int max_inflight = 2;      // stage 3 host throttles (fetches and flushes)
   bool fetch_params = true;  // stage 3: model the parameter all-gather stream
   uint64_t delay_ns = 0;     // a spin of this length on the reduce stream before every flush
+
+  // Stages 1 and 2, modelling choices beyond the reference's defaults.
+  ZeroPartition partition = ZeroPartition::kParameters;
+  // Collectives run on the process group's own NCCL stream, which waits on the reduction
+  // stream before each and is waited on after it (as ProcessGroupNCCL issues them).
+  bool nccl_stream = false;
+  // A weight buffer per parameter (next to its gradient), read by its backward kernel.
+  bool weights = false;
+  // Prefetch-style side traffic on this many extra streams: after each gradient copy into the
+  // bucket a seeded draw picks a side stream, and one time in four that stream waits on the
+  // compute stream, sets 4 KiB of a random gradient or weight buffer, and the compute stream
+  // waits on it (ordered both ways: it adds work, not races).
+  int side_streams = 0;
+  uint64_t side_seed = 1;
 };
 
 // Named model sizes: "tiny" (exhaustive-search size), "small", "seed" (the seed issue's 16
 // embeddings of 1024x1024 with a 1M-element bucket). Returns false for an unknown name.
 bool apply_zero_preset(const std::string& name, ZeroConfig& cfg);
 std::vector<std::string> zero_preset_names();
+
+// The synthetic workloads of bench/'s trace generator (streamrace-tracegen), emitted without
+// precise kernel accesses like a default-tier recording:
+// - the ZeRO-1 bucket pattern of the golden tests and the demo trace (samples/traces/
+//   zero1-synthetic): 16 fp16 gradients of 512 KiB, 2 MiB buckets, bucket-share partition,
+//   collectives on the process group's NCCL stream; 2 ranks.
+ZeroConfig synthetic_bucket_config(ZeroFix fix, int rank);
+// - the analyzer benchmark's training shape (bench/analyzer_throughput.sh): `allocations / 2`
+//   parameters with a 64 KiB gradient and a 64 KiB weight each, 8 MiB buckets, 8 ranks (this
+//   is rank 0), the seed's event fix, collectives on the NCCL stream and side traffic on 5
+//   more streams (8 streams in all). Repeating its step gives the trace any length.
+ZeroConfig synthetic_training_config(int allocations, uint64_t seed);
 
 // Builds the schedule; throws std::invalid_argument naming the bad parameter.
 Schedule make_zero_schedule(const ZeroConfig& cfg);

@@ -3,7 +3,8 @@
 // 0.14.3's compute-waits-on-reduction, and with a host synchronize per flush.
 #include <gtest/gtest.h>
 
-#include "bench/synthetic_workloads.h"
+#include "replay/trace_emitter.h"
+#include "replay/zero_schedule.h"
 #include "support/trace_test_support.h"
 
 namespace streamrace {
@@ -11,19 +12,19 @@ namespace {
 
 using analysis::Confidence;
 using analysis::RaceKind;
-using synthetic::ZeroConfig;
-using synthetic::ZeroFix;
+using replay::ZeroFix;
 
+// The synthetic bucket pattern of the golden trace (replay::synthetic_bucket_config), two
+// training steps, default tier.
 analysis::AnalysisResult zero(ZeroFix fix, int ranks = 1) {
   testing::TempDir dir;
   std::vector<std::string> paths;
+  replay::EmitOptions eo;
+  eo.steps = 2;
+  eo.precise_kernels = false;
   for (int rank = 0; rank < ranks; ++rank) {
     paths.push_back(dir.file("rank" + std::to_string(rank) + ".srace"));
-    trace::TraceBuilder t(paths.back(), trace::TraceBuilder::default_header(rank));
-    ZeroConfig cfg;
-    cfg.fix = fix;
-    cfg.rank = rank;
-    synthetic::write_zero_stage12(t, cfg);
+    replay::emit_trace(replay::make_zero_schedule(replay::synthetic_bucket_config(fix, rank)), paths.back(), eo);
   }
   return testing::analyze_files(paths);
 }

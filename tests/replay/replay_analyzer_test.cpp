@@ -4,8 +4,9 @@
 
 #include <filesystem>
 
-#include "replay/schedule_check.h"
+#include "replay/analyzer_verdict.h"
 #include "replay/stream_simulator.h"
+#include "replay/trace_editor.h"
 #include "replay/trace_lifter.h"
 #include "replay/zero_replay.h"
 #include "replay/zero_schedule.h"
@@ -83,18 +84,18 @@ TEST(ReplayAnalyzer, ApplyingEveryFixToTheRecordedNoneTraceRemovesTheRaces) {
   const std::string in = temp_dir("fix_in"), out = temp_dir("fix_out");
   auto before = analyze_schedules(all_ranks(1, "none"), in);
   ASSERT_FALSE(before.findings.empty());
-  auto res = apply_fixes_to_traces(before.traces, TraceFixOptions{{}, out, 256});
+  auto res = apply_record_fixes(before.traces, RecordFixOptions{{}, out, 256});
   EXPECT_EQ(res.before.findings.size(), before.findings.size());
   EXPECT_EQ(res.after.findings.size(), 0u);
-  EXPECT_EQ(res.removed.size(), before.findings.size());
-  EXPECT_TRUE(res.remaining.empty());
-  EXPECT_TRUE(res.introduced.empty());
+  EXPECT_EQ(res.verdict.removed.size(), before.findings.size());
+  EXPECT_TRUE(res.verdict.remaining.empty());
+  EXPECT_TRUE(res.verdict.introduced.empty());
   ASSERT_EQ(res.traces.size(), 2u);
   for (const auto& t : res.traces) {
     EXPECT_GT(t.edits, 0u);
     EXPECT_TRUE(fs::exists(t.edited));
-    // The CPU executor agrees: the lifted original corrupts, the edited schedule cannot.
-    StreamSimulator orig(t.original), fixed(t.fixed);
+    // The CPU executor agrees: the lifted original corrupts, the lifted edited trace cannot.
+    StreamSimulator orig(lift_trace(t.source).schedule), fixed(lift_trace(t.edited).schedule);
     EXPECT_EQ(orig.search().verdict, SearchResult::Verdict::kCorruptionFound) << t.source;
     EXPECT_EQ(fixed.search().verdict, SearchResult::Verdict::kNoCorruption) << t.source;
   }
@@ -122,12 +123,12 @@ TEST(ReplayAnalyzer, ApplyingOneFingerprintToABuilderTraceRemovesExactlyThatFind
   auto before = analyze_traces({path});
   ASSERT_GE(before.findings.size(), 1u);
   const std::string target = before.findings[0].fingerprint;
-  auto res = apply_fixes_to_traces({path}, TraceFixOptions{{target}, dir + "/fixed", 16});
-  EXPECT_EQ(res.removed, std::vector<std::string>{target});
-  EXPECT_TRUE(res.remaining.empty());
-  EXPECT_TRUE(res.introduced.empty());
+  auto res = apply_record_fixes({path}, RecordFixOptions{{target}, dir + "/fixed", 16});
+  EXPECT_EQ(res.verdict.removed, std::vector<std::string>{target});
+  EXPECT_TRUE(res.verdict.remaining.empty());
+  EXPECT_TRUE(res.verdict.introduced.empty());
   for (const auto& f : res.after.findings) EXPECT_NE(f.fingerprint, target);
-  EXPECT_THROW(apply_fixes_to_traces({path}, TraceFixOptions{{"0000000000000000"}, dir + "/x", 16}),
+  EXPECT_THROW(apply_record_fixes({path}, RecordFixOptions{{"0000000000000000"}, dir + "/x", 16}),
                std::invalid_argument);
 }
 

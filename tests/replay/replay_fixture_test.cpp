@@ -10,7 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "replay/schedule_check.h"
+#include "replay/analyzer_verdict.h"
+#include "replay/trace_editor.h"
 
 using namespace streamrace::replay;
 namespace fs = std::filesystem;
@@ -62,13 +63,13 @@ TEST(ReplayFixtures, Stage1SeedTracesGiveTheExpectedFindings) {
 TEST(ReplayFixtures, SuggestedFixesRemoveTheStage1SeedFindings) {
   auto out = fs::temp_directory_path() / ("streamrace_replay_fixture_" + std::to_string(::getpid()));
   fs::remove_all(out);
-  TraceFixOptions opts;
+  RecordFixOptions opts;
   opts.out_dir = out.string();
-  auto r = apply_fixes_to_traces(traces_of("none"), opts);
+  auto r = apply_record_fixes(traces_of("none"), opts);
   EXPECT_EQ(r.before.certain, 2u);
-  EXPECT_EQ(r.removed.size(), r.targeted.size());
-  EXPECT_TRUE(r.remaining.empty());
-  EXPECT_TRUE(r.introduced.empty());
+  EXPECT_EQ(r.verdict.removed.size(), r.verdict.targeted.size());
+  EXPECT_TRUE(r.verdict.remaining.empty());
+  EXPECT_TRUE(r.verdict.introduced.empty());
   EXPECT_TRUE(r.after.clean()) << r.after.findings.size() << " finding(s) after the fix";
   fs::remove_all(out);
 }

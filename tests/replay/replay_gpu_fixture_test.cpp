@@ -138,10 +138,10 @@ TEST_P(GpuReplayFixture, ApplyFixRemovesTheNoneFindingsAndAddsNone) {
   for (const auto& fp : want.at("removed")) want_removed.insert(fp.get<std::string>());
   EXPECT_EQ(before, want_removed);
   EXPECT_EQ(r.before.certain, 2u);
-  EXPECT_EQ(std::set<std::string>(r.targeted.begin(), r.targeted.end()), want_removed);
-  EXPECT_EQ(std::set<std::string>(r.removed.begin(), r.removed.end()), want_removed);
-  EXPECT_TRUE(r.remaining.empty());
-  EXPECT_TRUE(r.introduced.empty());
+  EXPECT_EQ(std::set<std::string>(r.verdict.targeted.begin(), r.verdict.targeted.end()), want_removed);
+  EXPECT_EQ(std::set<std::string>(r.verdict.removed.begin(), r.verdict.removed.end()), want_removed);
+  EXPECT_TRUE(r.verdict.remaining.empty());
+  EXPECT_TRUE(r.verdict.introduced.empty());
   EXPECT_FALSE(r.hit_round_cap);
   EXPECT_TRUE(r.fixed());
   EXPECT_TRUE(r.after.clean()) << r.after.findings.size() << " finding(s) after the fix";
@@ -167,8 +167,8 @@ TEST(GpuReplayFixtureCap, PartialEditsAtTheRoundCapAddNoFinding) {
   EXPECT_FALSE(r.fixed());
   EXPECT_EQ(r.rounds, 32u);
   EXPECT_EQ(r.total_edits(), 64u);
-  EXPECT_EQ(r.remaining.size(), 2u);
-  EXPECT_TRUE(r.introduced.empty());
+  EXPECT_EQ(r.verdict.remaining.size(), 2u);
+  EXPECT_TRUE(r.verdict.introduced.empty());
   ASSERT_EQ(r.after.findings.size(), 2u);
   for (const auto& f : r.after.findings) EXPECT_EQ(f.occurrences, 630u - 32u) << f.fingerprint;
   fs::remove_all(out);

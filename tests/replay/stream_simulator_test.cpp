@@ -61,6 +61,38 @@ TEST(StreamSimulator, ProgramOrderMeetsEveryExpectation) {
         }
 }
 
+// The stage-1/2 options of the synthetic traces (bench/'s generator): bucket-share partition,
+// the process group's NCCL stream, weights and side traffic keep every expectation in program
+// order, and only the unfixed variant corrupts under random and adversarial timing.
+TEST(StreamSimulator, SyntheticTraceOptionsKeepTheVerdicts) {
+  for (const auto& v : zero_variant_names(1))
+    for (int rank : {0, 1}) {
+      ZeroConfig c = cfg(1, v);
+      c.rank = rank;
+      c.partition = ZeroPartition::kBucketShare;
+      c.nccl_stream = true;
+      c.weights = true;
+      c.side_streams = 2;
+      auto s = make_zero_schedule(c);
+      ASSERT_EQ(s.streams.size(), 5u) << s.name;
+      StreamSimulator sim(s);
+      SimOptions o;
+      o.policy = SimPolicy::kProgramOrder;
+      auto r = sim.run(o);
+      EXPECT_FALSE(r.corrupted) << s.name << ": " << (r.cells.empty() ? "" : r.cells[0].where);
+      EXPECT_FALSE(r.deadlock);
+      const int bad = corrupt_runs(s, SimPolicy::kRandom, 200) + corrupt_runs(s, SimPolicy::kAdversarial, 200);
+      if (v == "none")
+        EXPECT_GT(bad, 0) << s.name;
+      else
+        EXPECT_EQ(bad, 0) << s.name;
+    }
+  ZeroConfig odd = cfg(1, "none");
+  odd.partition = ZeroPartition::kBucketShare;
+  odd.param_elements = {3, 2};
+  EXPECT_THROW(make_zero_schedule(odd), std::invalid_argument);
+}
+
 TEST(StreamSimulator, RandomAndAdversarialTimingCorruptOnlyTheUnfixedVariant) {
   for (int stage : {1, 2}) {
     auto none = make_zero_schedule(cfg(stage, "none"));

@@ -6,9 +6,12 @@
 #include <filesystem>
 #include <map>
 
-#include "bench/synthetic_workloads.h"
-#include "replay/schedule_check.h"
+#include "replay/analyzer_verdict.h"
+#include "replay/stream_simulator.h"
 #include "replay/trace_editor.h"
+#include "replay/trace_emitter.h"
+#include "replay/trace_lifter.h"
+#include "replay/zero_schedule.h"
 #include "traceformat/trace_builder.h"
 
 using namespace streamrace::replay;
@@ -194,17 +197,79 @@ TEST(TraceEditor, CallsWrittenOutOfSeqOrderComeOutSortedAndDense) {
   }
 }
 
+// A write-after-read built directly with TraceBuilder: R copies out of A, then a kernel on C
+// rewrites A with nothing ordering it after the copy. The record-level edit of the fix, lifted,
+// orders the pair on the CPU simulator too.
+TEST(TraceEditor, AFixEditBySeqOrdersTheRacingPair) {
+  const std::string dir = temp_dir("lifted_fix");
+  const std::string path = dir + "/builder_war.srace";
+  uint64_t read_seq = 0, write_seq = 0, R = 0;
+  uint64_t A = 0, out = 0;
+  {
+    tr::TraceBuilder b(path, tr::TraceBuilder::default_header(0));
+    const uint64_t C = tr::legacy_stream(0);
+    R = b.create_stream(tr::kStreamNonBlocking);
+    A = b.alloc(256);
+    out = b.alloc(256);
+    uint64_t ev = b.create_event();
+    const uint32_t precise = tr::kKernelArgsScanned | tr::kKernelPrecise;
+    b.at("train.py", 10, "fill");
+    b.kernel_access(b.kernel(C, "fill_kernel", {A}, 0, precise), A, 256, tr::AccessDir::kWrite);
+    b.record_event(ev, C);
+    b.wait_event(R, ev);
+    b.at("train.py", 20, "drain");
+    read_seq = b.next_seq();
+    b.memcpy(R, out, A, 256);
+    b.at("train.py", 30, "refill");
+    write_seq = b.next_seq();
+    b.kernel_access(b.kernel(C, "refill_kernel", {A}, 0, precise), A, 256, tr::AccessDir::kWrite);
+    b.finish();
+  }
+  {
+    StreamSimulator sim(lift_trace(path).schedule);
+    auto r = sim.search();
+    ASSERT_EQ(r.verdict, SearchResult::Verdict::kCorruptionFound);
+    EXPECT_EQ(r.outcome.cells[0].expectation, "program-order result");
+  }
+  streamrace::analysis::FixEdit edit{R, read_seq, tr::legacy_stream(0), write_seq};
+  const std::string edited = dir + "/builder_war.fixed.srace";
+  {
+    TraceEditor ed(path);
+    ed.add_edit(edit);
+    ed.write(edited);
+  }
+  // The edited trace numbers calls densely: EventCreate + EventRecord after the copy and the
+  // wait before the kernel move it three seqs on.
+  Schedule s = lift_trace(edited).schedule;
+  size_t wait_at = s.actions.size();
+  for (size_t i = 0; i + 1 < s.actions.size(); ++i)
+    if (s.actions[i + 1].source_seq == write_seq + 3) wait_at = i;
+  ASSERT_LT(wait_at, s.actions.size());
+  EXPECT_EQ(s.actions[wait_at].kind, ActionKind::kStreamWait);
+  EXPECT_EQ(s.streams[s.actions[wait_at].stream].handle, tr::legacy_stream(0));
+  EXPECT_EQ(s.actions[wait_at + 1].api, "refill_kernel");
+  StreamSimulator fixed(s);
+  EXPECT_EQ(fixed.search().verdict, SearchResult::Verdict::kNoCorruption);
+  EXPECT_TRUE(analyze_traces({edited}).clean());
+
+  // Bad edits are named.
+  TraceEditor t(path);
+  EXPECT_THROW(t.add_edit(streamrace::analysis::FixEdit{R, write_seq, tr::legacy_stream(0), read_seq}), std::invalid_argument);
+  EXPECT_THROW(t.add_edit(streamrace::analysis::FixEdit{R, 999999, tr::legacy_stream(0), write_seq}), std::invalid_argument);
+  EXPECT_THROW(t.add_edit(streamrace::analysis::FixEdit{0x1234, read_seq, tr::legacy_stream(0), write_seq}),
+               std::invalid_argument);
+  EXPECT_EQ(t.edits(), 0u);
+}
+
 TEST(TraceEditor, ApplyingEveryFixToZeroStage12RemovesEveryFindingWithoutNewOnes) {
   const std::string dir = temp_dir("zero");
   std::vector<std::string> paths;
   for (int r = 0; r < 2; ++r) {
     paths.push_back(dir + "/rank" + std::to_string(r) + ".srace");
-    tr::TraceBuilder b(paths.back(), tr::TraceBuilder::default_header(r));
-    streamrace::synthetic::ZeroConfig c;
-    c.fix = streamrace::synthetic::ZeroFix::kNone;
-    c.rank = r;
-    c.world = 2;
-    streamrace::synthetic::write_zero_stage12(b, c);
+    EmitOptions eo;
+    eo.steps = 2;
+    eo.precise_kernels = false;
+    emit_trace(make_zero_schedule(synthetic_bucket_config(ZeroFix::kNone, r)), paths.back(), eo);
   }
   RecordFixOptions o;
   o.out_dir = dir + "/fixed";
@@ -222,10 +287,10 @@ TEST(TraceEditor, ApplyingEveryFixToZeroStage12RemovesEveryFindingWithoutNewOnes
     EXPECT_EQ(f.where[0].count, occ[i] / 2);
     EXPECT_EQ(f.where[1].count, occ[i] / 2);
   }
-  EXPECT_EQ(res.targeted.size(), res.before.findings.size());
-  EXPECT_EQ(res.removed.size(), res.before.findings.size());
-  EXPECT_TRUE(res.remaining.empty());
-  EXPECT_TRUE(res.introduced.empty());
+  EXPECT_EQ(res.verdict.targeted.size(), res.before.findings.size());
+  EXPECT_EQ(res.verdict.removed.size(), res.before.findings.size());
+  EXPECT_TRUE(res.verdict.remaining.empty());
+  EXPECT_TRUE(res.verdict.introduced.empty());
   EXPECT_TRUE(res.after.findings.empty());
   EXPECT_FALSE(res.hit_round_cap);
   EXPECT_TRUE(res.fixed());
@@ -284,5 +349,5 @@ TEST(TraceEditor, AFindingThatOccursFiveTimesTakesFiveEdits) {
   EXPECT_EQ(capped.rounds, 2u);
   EXPECT_EQ(capped.total_edits(), 2u);
   EXPECT_FALSE(capped.fixed());
-  EXPECT_EQ(capped.remaining.size(), 1u);
+  EXPECT_EQ(capped.verdict.remaining.size(), 1u);
 }

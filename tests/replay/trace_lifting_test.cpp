@@ -1,6 +1,6 @@
 // Trace emission and lifting: a schedule written as a trace and lifted back keeps its
 // operations, ranges, edges and stacks, and the simulator reaches the same verdicts on it.
-// Fix edits inserted by seq order the racing pair.
+// (A fix edit on a recorded trace, judged on its lifted schedule: trace_editor_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -114,55 +114,4 @@ TEST(TraceLifting, ReEmittingALiftedScheduleKeepsItsHandlesAndAddresses) {
   }
   for (size_t i = 0; i < l1.streams.size(); ++i) EXPECT_EQ(l2.streams[i].handle, l1.streams[i].handle);
   for (size_t i = 0; i < l1.buffers.size(); ++i) EXPECT_EQ(l2.buffers[i].address, l1.buffers[i].address);
-}
-
-// A write-after-read built directly with TraceBuilder: R copies out of A, then a kernel on C
-// rewrites A with nothing ordering it after the copy.
-TEST(TraceLifting, AFixEditBySeqOrdersTheRacingPair) {
-  auto path = temp_path("builder_war.srace");
-  uint64_t read_seq = 0, write_seq = 0, R = 0;
-  uint64_t A = 0, out = 0;
-  {
-    tr::TraceBuilder b(path, tr::TraceBuilder::default_header(0));
-    const uint64_t C = tr::legacy_stream(0);
-    R = b.create_stream(tr::kStreamNonBlocking);
-    A = b.alloc(256);
-    out = b.alloc(256);
-    uint64_t ev = b.create_event();
-    const uint32_t precise = tr::kKernelArgsScanned | tr::kKernelPrecise;
-    b.at("train.py", 10, "fill");
-    b.kernel_access(b.kernel(C, "fill_kernel", {A}, 0, precise), A, 256, tr::AccessDir::kWrite);
-    b.record_event(ev, C);
-    b.wait_event(R, ev);
-    b.at("train.py", 20, "drain");
-    read_seq = b.next_seq();
-    b.memcpy(R, out, A, 256);
-    b.at("train.py", 30, "refill");
-    write_seq = b.next_seq();
-    b.kernel_access(b.kernel(C, "refill_kernel", {A}, 0, precise), A, 256, tr::AccessDir::kWrite);
-    b.finish();
-  }
-  auto lifted = lift_trace(path);
-  Schedule s = lifted.schedule;
-  {
-    StreamSimulator sim(s);
-    auto r = sim.search();
-    ASSERT_EQ(r.verdict, SearchResult::Verdict::kCorruptionFound);
-    EXPECT_EQ(r.outcome.cells[0].expectation, "program-order result");
-  }
-  streamrace::analysis::FixEdit edit{R, read_seq, tr::legacy_stream(0), write_seq};
-  size_t wait_at = apply_fix_edit(s, edit, "fix");
-  EXPECT_EQ(s.actions[wait_at].kind, ActionKind::kStreamWait);
-  EXPECT_EQ(s.actions[wait_at + 1].source_seq, write_seq);
-  StreamSimulator fixed(s);
-  EXPECT_EQ(fixed.search().verdict, SearchResult::Verdict::kNoCorruption);
-
-  // Bad edits are named.
-  Schedule t = lifted.schedule;
-  EXPECT_THROW(apply_fix_edit(t, streamrace::analysis::FixEdit{R, write_seq, tr::legacy_stream(0), read_seq}, "x"),
-               std::invalid_argument);
-  EXPECT_THROW(apply_fix_edit(t, streamrace::analysis::FixEdit{R, 999999, tr::legacy_stream(0), write_seq}, "x"),
-               std::invalid_argument);
-  EXPECT_THROW(apply_fix_edit(t, streamrace::analysis::FixEdit{0x1234, read_seq, tr::legacy_stream(0), write_seq}, "x"),
-               std::invalid_argument);
 }
