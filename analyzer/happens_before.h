@@ -9,8 +9,18 @@
 #include <vector>
 
 #include "analyzer/vector_clock.h"
+#include "traceformat/records.h"
 
 namespace streamrace::analysis {
+
+// cudaFree, cudaFreeHost, cudaFreeArray (and cuMemFree, cuMemFreeHost) wait for all work on
+// the device before they return: the host joins the device. Stream-ordered frees
+// (cudaFreeAsync: ordered on their stream) and unmaps do not synchronise. The tracer records
+// only the Free; traces written before 2026-12 also carry a DeviceSynchronize record (same
+// api_id) just before such a Free, which joins the same clocks again and changes nothing.
+constexpr bool free_synchronizes_device(trace::AllocKind kind) {
+  return kind != trace::AllocKind::kAsync && kind != trace::AllocKind::kVmmMap;
+}
 
 struct StreamState {
   uint64_t handle = 0;

@@ -8,6 +8,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "analyzer/happens_before.h"
 #include "traceformat/call_stream.h"
 
 namespace streamrace::analysis {
@@ -81,7 +82,7 @@ RankOverlap analyze_overlap(const std::string& path, const OverlapOptions& opts)
       }
       case RecordKind::kKernelLaunch: case RecordKind::kMemcpy: case RecordKind::kMemset: case RecordKind::kNcclCall:
       case RecordKind::kEventRecord: case RecordKind::kStreamWaitEvent: case RecordKind::kEventSynchronize:
-      case RecordKind::kStreamSynchronize: case RecordKind::kDeviceSynchronize:
+      case RecordKind::kStreamSynchronize: case RecordKind::kDeviceSynchronize: case RecordKind::kFree:
         calls.push_back({r.kind, std::vector<uint8_t>(r.body.begin(), r.body.end())});
         return;
       default:
@@ -175,6 +176,15 @@ RankOverlap analyze_overlap(const std::string& path, const OverlapOptions& opts)
       case RecordKind::kDeviceSynchronize: {
         auto w = v.as<DeviceSynchronize>();
         syncs.push_back(Sync{seq, w.call.host_ts_ns, rec.first, 0, -1, w.call.stack_id});
+        break;
+      }
+      case RecordKind::kFree: {
+        // cudaFree and the other synchronising frees hold the host like cudaDeviceSynchronize.
+        // (Older traces also have the tracer's DeviceSynchronize record just before: the same
+        // kind of sync at the same place, so the cause reported is the same.)
+        auto f = v.as<Free>();
+        if (free_synchronizes_device(f.kind))
+          syncs.push_back(Sync{seq, f.call.host_ts_ns, RecordKind::kDeviceSynchronize, 0, -1, f.call.stack_id});
         break;
       }
       default:

@@ -23,6 +23,7 @@ const char* alloc_kind_name(uint8_t k) {
     case AllocKind::kHostPinned: return "cudaHostAlloc";
     case AllocKind::kHostRegistered: return "cudaHostRegister";
     case AllocKind::kVmmMap: return "cuMemMap";
+    case AllocKind::kArray: return "cudaMallocArray";
   }
   return "untracked memory";
 }
@@ -422,9 +423,10 @@ void TraceAnalysis::on_free(const Free& f) {
       shadow_.release(f.ptr, false);
       return;
     default:
-      // cudaFree, cudaFreeHost: the device synchronises first (implicit synchronisation).
-      hb_.host_joins_device(f.device, f.call.thread);
-      shadow_.release(f.ptr, false);
+      // cudaFree, cudaFreeHost, cudaFreeArray: the device synchronises first (implicit
+      // synchronisation). Arrays have no shadow (ptr is the cudaArray_t).
+      if (free_synchronizes_device(f.kind)) hb_.host_joins_device(f.device, f.call.thread);
+      if (f.kind != AllocKind::kArray) shadow_.release(f.ptr, false);
       return;
   }
 }

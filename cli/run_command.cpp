@@ -22,6 +22,7 @@
 #include "report/text_report.h"
 #include "traceformat/trace_file.h"
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+#include "cli/precise_kernels.h"
 #include "tracer/precise/kernel_selection.h"
 #endif
 
@@ -148,7 +149,7 @@ PreciseSetting resolve_precise(const RunArgs& a, const std::set<std::string>& ea
     analysis::Analyzer analyzer;
     for (const auto& t : traces) analyzer.add_trace(t);
     analysis::AnalysisResult earlier = analyzer.finish();
-    kernels = pr::kernels_to_confirm(earlier.findings);
+    kernels = kernels_to_confirm(earlier.findings);
   } catch (const std::exception& e) {
     std::cerr << "streamrace run: --precise=auto: cannot read the earlier run: " << e.what() << "\n";
     out.exit_status = kExitBadInput;

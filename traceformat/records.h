@@ -280,6 +280,7 @@ enum class AllocKind : uint8_t {
   kHostPinned = 4,   // cudaMallocHost / cudaHostAlloc / cuMemHostAlloc
   kHostRegistered = 5,  // cudaHostRegister
   kVmmMap = 6,       // cuMemMap of a cuMemCreate handle (expandable segments)
+  kArray = 7,        // cudaFreeArray (Free only: arrays are not tracked; ptr is the cudaArray_t)
 };
 
 struct Alloc {

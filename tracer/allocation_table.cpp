@@ -52,6 +52,7 @@ trace::MemKind AllocationTable::mem_kind_of(trace::AllocKind k) {
     case trace::AllocKind::kManaged: return trace::MemKind::kManaged;
     case trace::AllocKind::kHostPinned:
     case trace::AllocKind::kHostRegistered: return trace::MemKind::kPinnedHost;
+    case trace::AllocKind::kArray: return trace::MemKind::kUnknown;  // never in the table
   }
   return trace::MemKind::kUnknown;
 }

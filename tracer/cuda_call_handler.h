@@ -1,6 +1,8 @@
 // CudaCallHandler: turns one CUDA API callback (runtime or driver domain, enter or exit,
-// with the call's parameter struct) into trace records. This is all the tracer knows about
-// CUDA semantics; CuptiSession only translates CUPTI's callback data into ApiCall, so tests
+// with the call's parameter struct) into a trace record. What each callback id is comes from
+// the call table (cuda_call_table.h): the row's extractor reads the params struct into one
+// CudaCall, and `emit` writes the record for it, the same way whichever entry point the call
+// came through. CuptiSession only translates CUPTI's callback data into ApiCall, so tests
 // drive the handler with synthetic parameter structs and no GPU.
 //
 // Counting each operation once: a runtime call opens a RuntimeScope on its thread, and the
@@ -17,13 +19,12 @@
 
 #include "traceformat/records.h"
 #include "tracer/allocation_table.h"
+#include "tracer/cuda_call_table.h"
 #include "tracer/cuda_queries.h"
 #include "tracer/stack_capture.h"
 #include "tracer/trace_recorder.h"
 
 namespace streamrace::tracer {
-
-enum class ApiDomain : uint8_t { kRuntime, kDriver };
 
 struct ApiCall {
   ApiDomain domain = ApiDomain::kRuntime;
@@ -42,7 +43,8 @@ class CudaCallHandler {
 
   void on_call(const ApiCall& call);
 
-  // The callback ids the handler wants (CuptiSession enables exactly these).
+  // The callback ids the handler wants: the call table's rows (CuptiSession and the
+  // Sanitizer session enable exactly these).
   static std::vector<uint32_t> runtime_cbids();
   static std::vector<uint32_t> driver_cbids();
 
@@ -60,26 +62,34 @@ class CudaCallHandler {
   uint32_t device_of(uint64_t context);
 
  private:
-  void on_runtime(const ApiCall& c);
-  void on_driver(const ApiCall& c);
+  void on_runtime(const ApiCall& c, const CallSpec& spec);
+  void on_driver(const ApiCall& c, const CallSpec& spec);
+  // How a call becomes its record: under which API name and correlation id, and on which
+  // stream (`stream_named`: already the trace's id, from the enclosing runtime launch).
+  struct Emission {
+    uint32_t api = 0;
+    uint64_t correlation = 0;
+    bool per_thread_default = false;
+    bool stream_named = false;
+    uint64_t stream = 0;
+    uint64_t context = 0;
+    int32_t result = 0;
+    const char* symbol = nullptr;
+  };
+  // The one place a CudaCall becomes a trace record.
+  void emit(const CudaCall& call, const Emission& e);
   uint32_t api_id(ApiDomain d, uint32_t cbid);
   trace::CallInfo call_info(uint32_t api);
   trace::MemKind mem_kind(uint64_t ptr);
 
-  void stream_create(uint32_t api, uint64_t stream, uint32_t device, uint32_t flags, int32_t priority);
-  void alloc(uint32_t api, uint64_t ptr, uint64_t bytes, trace::AllocKind kind, uint64_t stream, uint32_t device);
-  void free(uint32_t api, uint64_t ptr, uint64_t bytes, trace::AllocKind fallback, uint64_t stream, uint32_t device,
-            bool implicit_sync);
-  void memcpy(uint32_t api, uint64_t stream, uint64_t correlation, uint64_t dst, uint64_t src, uint64_t bytes,
-              int copy_kind, bool async, uint32_t device);
-  void memset(uint32_t api, uint64_t stream, uint64_t correlation, uint64_t dst, uint64_t bytes, bool async,
-              uint32_t device);
-  void device_sync(uint32_t api, uint32_t device);
-  // One kernel launch. `args`: kernelParams (array of pointers to each argument) or, when
-  // `packed` is set, one buffer holding all arguments at their layout offsets.
-  void kernel(uint32_t api, uint64_t stream, uint64_t correlation, uint32_t device, uint64_t func, bool library_kernel,
-              const char* name, const uint32_t grid[3], const uint32_t block[3], void* const* args,
-              const void* packed);
+  // Writes one record of type R: `fill` sets its fields, then its CallInfo is taken.
+  template <typename R, typename Fill>
+  void record(uint32_t api, Fill&& fill);
+  void free(const CudaCall& call, const Emission& e, uint64_t stream);
+  void memcpy(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
+  // One kernel launch: call.args (kernelParams, a pointer per argument) or call.packed (one
+  // buffer holding all arguments at their layout offsets) are scanned for pointers.
+  void kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
   uint32_t kernel_name_id(uint64_t func, const char* name);
 
   TraceRecorder* rec_;

@@ -286,6 +286,47 @@ TEST(DeviceSync, CudaFreeIsAnImplicitSynchronization) {
   expect_clean(r);
 }
 
+TEST(DeviceSync, CudaFreeHostAndCudaFreeArrayAreImplicitSynchronizations) {
+  auto host = two_streams([](TraceBuilder& t, uint64_t, uint64_t, uint64_t) {
+    uint64_t tmp = t.alloc(256, AllocKind::kHostPinned);
+    t.free(tmp, AllocKind::kHostPinned);
+  });
+  expect_clean(host);
+  // Arrays are not tracked: the Free names the cudaArray_t and releases no shadow.
+  auto array = two_streams([](TraceBuilder& t, uint64_t, uint64_t, uint64_t) { t.free(0xA770, AllocKind::kArray); });
+  expect_clean(array);
+}
+
+TEST(DeviceSync, CudaFreeOnAnotherDeviceDoesNotOrder) {
+  uint64_t a, b, buf;
+  auto r = two_streams(
+      [](TraceBuilder& t, uint64_t, uint64_t, uint64_t) {
+        uint64_t tmp = t.alloc(256, AllocKind::kDevice, 0, 1);
+        t.free(tmp, AllocKind::kDevice, 0, 1);
+      },
+      &a, &b, &buf);
+  expect_one(r, {RaceKind::kWriteAfterWrite, Confidence::kCertain, "cudaMemsetAsync", a, "cudaMemsetAsync", b, buf, kBytes});
+}
+
+// Traces written before the tracer stopped encoding cudaFree's sync carry a DeviceSynchronize
+// record (api cudaFree) just before the Free: the findings are the same with and without it.
+TEST(DeviceSync, OldTracesWithTheTracersSyncRecordBeforeAFreeGiveTheSameFindings) {
+  for (uint32_t device : {0u, 1u}) {
+    auto body = [device](bool old_tracer) {
+      return [device, old_tracer](TraceBuilder& t, uint64_t, uint64_t, uint64_t) {
+        uint64_t tmp = t.alloc(256, AllocKind::kDevice, 0, device);
+        if (old_tracer) t.device_synchronize(device, "cudaFree");
+        t.free(tmp, AllocKind::kDevice, 0, device);
+      };
+    };
+    auto now = two_streams(body(false));
+    auto before = two_streams(body(true));
+    ASSERT_EQ(now.findings.size(), before.findings.size()) << "device " << device;
+    ASSERT_EQ(now.findings.size(), device == 0 ? 0u : 1u);
+    for (size_t i = 0; i < now.findings.size(); ++i) EXPECT_EQ(now.findings[i].fingerprint, before.findings[i].fingerprint);
+  }
+}
+
 TEST(DeviceSync, CudaFreeAsyncIsNotASynchronization) {
   uint64_t a, b, buf;
   auto r = two_streams(

@@ -6,12 +6,14 @@
 #include <fstream>
 #include <memory>
 
+#include "cli/precise_kernels.h"
 #include "tracer/precise/interval_conversion.h"
 #include "tracer/precise/kernel_selection.h"
 
 namespace streamrace::tracer::precise {
 namespace {
 
+using cli::kernels_to_confirm;
 using trace::AccessDir;
 using trace::KernelAccess;
 

@@ -13,9 +13,12 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
+#include <string>
 
 #include "tests/tracer/trace_contents.h"
 #include "tracer/cuda_call_handler.h"
+#include "tracer/cuda_call_table.h"
 #include "tracer/thread_state.h"
 
 namespace streamrace::tracer {
@@ -271,7 +274,9 @@ TEST_F(HandlerTest, NcclInternalLaunchesAreSuppressedButLendTheirCorrelation) {
   EXPECT_EQ(queries_.layout_calls, 0);
 }
 
-TEST_F(HandlerTest, CudaFreeIsAnImplicitDeviceSyncThenAFree) {
+// The tracer records only the free; that cudaFree first waits for the device is the
+// analyzer's rule (tests/analyzer: FreeOrdersTheHostAfterTheDevice).
+TEST_F(HandlerTest, CudaFreeIsRecordedAsAFreeOnly) {
   malloc_device(0x7000'0000, 4096);
   cudaFree_v3020_params init{nullptr};  // cudaFree(0): context initialisation only
   runtime(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, &init);
@@ -281,17 +286,139 @@ TEST_F(HandlerTest, CudaFreeIsAnImplicitDeviceSyncThenAFree) {
   driver(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &df);
   runtime_exit(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, &f);
   auto t = finish();
-  ASSERT_EQ(t.records.size(), 3u);
-  EXPECT_EQ(t.records[1].kind, RecordKind::kDeviceSynchronize);
-  auto ds = t.records[1].as<trace::DeviceSynchronize>();
-  EXPECT_EQ(ds.device, 1u);
-  EXPECT_EQ(t.str(ds.call.api_id), "cudaFree");
-  ASSERT_EQ(t.records[2].kind, RecordKind::kFree);
-  auto fr = t.records[2].as<trace::Free>();
+  ASSERT_EQ(t.records.size(), 2u);
+  EXPECT_EQ(t.records[0].kind, RecordKind::kAlloc);
+  EXPECT_TRUE(t.of(RecordKind::kDeviceSynchronize).empty());
+  ASSERT_EQ(t.records[1].kind, RecordKind::kFree);
+  auto fr = t.records[1].as<trace::Free>();
   EXPECT_EQ(fr.ptr, 0x7000'0000u);
   EXPECT_EQ(fr.kind, trace::AllocKind::kDevice);
-  EXPECT_EQ(fr.call.seq, 2u);
+  EXPECT_EQ(fr.device, 1u);
+  EXPECT_EQ(fr.stream, 0u);
+  EXPECT_EQ(fr.call.seq, 1u);
+  EXPECT_EQ(t.str(fr.call.api_id), "cudaFree");
   EXPECT_EQ(allocs_.size(), 0u);
+}
+
+TEST_F(HandlerTest, DriverFreesAndFreeArrayAreFreesOnly) {
+  cuMemAlloc_v2_params a{nullptr, 4096};
+  CUdeviceptr dptr = 0x7400'0000;
+  a.dptr = &dptr;
+  driver(CUPTI_DRIVER_TRACE_CBID_cuMemAlloc_v2, &a);
+  cuMemFree_v2_params f{dptr};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuMemFree_v2, &f);
+  void* host = as_ptr<void>(0x5100'0000);
+  cudaMallocHost_v3020_params mh{&host, 256};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaMallocHost_v3020, &mh);
+  cudaFreeHost_v3020_params fh{host};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaFreeHost_v3020, &fh);
+  cudaFreeArray_v3020_params none{nullptr};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaFreeArray_v3020, &none);
+  cudaFreeArray_v3020_params fa{as_ptr<cudaArray>(0xA770)};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaFreeArray_v3020, &fa);
+  auto t = finish();
+  std::vector<RecordKind> kinds;
+  for (auto& rec : t.records) kinds.push_back(rec.kind);
+  EXPECT_EQ(kinds, (std::vector<RecordKind>{RecordKind::kAlloc, RecordKind::kFree, RecordKind::kAlloc,
+                                            RecordKind::kFree, RecordKind::kFree}));
+  auto f0 = t.records[1].as<trace::Free>();
+  EXPECT_EQ(f0.ptr, 0x7400'0000u);
+  EXPECT_EQ(f0.kind, trace::AllocKind::kDevice);
+  EXPECT_EQ(t.str(f0.call.api_id), "cuMemFree_v2");
+  EXPECT_EQ(t.records[3].as<trace::Free>().kind, trace::AllocKind::kHostPinned);
+  auto fa_rec = t.records[4].as<trace::Free>();
+  EXPECT_EQ(fa_rec.ptr, 0xA770u);
+  EXPECT_EQ(fa_rec.kind, trace::AllocKind::kArray);
+  EXPECT_EQ(fa_rec.device, 1u);
+  EXPECT_EQ(t.str(fa_rec.call.api_id), "cudaFreeArray");
+}
+
+TEST_F(HandlerTest, DriverCallsOutsideARuntimeCallAreRecordedWithTheirOwnNames) {
+  malloc_device(0x7000'0000, 4096);
+  cuMemsetD32Async_params s{0x7000'0000, 7, 16, nullptr};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuMemsetD32Async, &s, 0, 81);
+  cuMemsetD8_v2_params s8{0x7000'0100, 1, 10};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuMemsetD8_v2_ptds, &s8, 0, 82);
+  char host[32];
+  cuMemcpyDtoHAsync_v2_params c{host, 0x7000'0000, 32, as_ptr<CUstream_st>(0x5551)};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuMemcpyDtoHAsync_v2, &c, 0, 83);
+  cuStreamWaitEvent_params w{nullptr, as_ptr<CUevent_st>(0xE2), 0};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuStreamWaitEvent_ptsz, &w, 0, 84);
+  cuStreamQuery_params q{as_ptr<CUstream_st>(0x5552)};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuStreamQuery, &q, /*CUDA_ERROR_NOT_READY*/ 600, 85);
+  driver(CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize, nullptr, 0, 86);
+  auto t = finish();
+  ASSERT_EQ(t.records.size(), 7u);
+  auto m32 = t.records[1].as<trace::Memset>();
+  EXPECT_EQ(m32.bytes, 64u);
+  EXPECT_EQ(m32.is_async, 1);
+  EXPECT_EQ(m32.stream, trace::legacy_stream(1));
+  EXPECT_EQ(m32.correlation, 81u);
+  EXPECT_EQ(t.str(m32.call.api_id), "cuMemsetD32Async");
+  auto m8 = t.records[2].as<trace::Memset>();
+  EXPECT_EQ(m8.bytes, 10u);
+  EXPECT_EQ(m8.is_async, 0);
+  EXPECT_EQ(m8.stream, trace::per_thread_stream(0, 1));
+  EXPECT_EQ(t.str(m8.call.api_id), "cuMemsetD8_v2");
+  auto cp = t.records[3].as<trace::Memcpy>();
+  EXPECT_EQ(cp.dst, H(host));
+  EXPECT_EQ(cp.src, 0x7000'0000u);
+  EXPECT_EQ(cp.copy_kind, trace::CopyKind::kDeviceToHost);
+  EXPECT_EQ(cp.stream, 0x5551u);
+  EXPECT_EQ(cp.is_async, 1);
+  auto wr = t.records[4].as<trace::StreamWaitEvent>();
+  EXPECT_EQ(wr.stream, trace::per_thread_stream(0, 1));
+  EXPECT_EQ(wr.event, 0xE2u);
+  auto qr = t.records[5].as<trace::StreamQuery>();
+  EXPECT_EQ(qr.stream, 0x5552u);
+  EXPECT_EQ(qr.result, 600);
+  EXPECT_EQ(t.records[6].kind, RecordKind::kDeviceSynchronize);
+  EXPECT_EQ(t.str(t.records[6].as<trace::DeviceSynchronize>().call.api_id), "cuCtxSynchronize");
+}
+
+// ---------------------------------------------------------------------------------------
+// The call table
+
+TEST(CallTable, CoversEveryCallRecordTheAnalyzerModels) {
+  // Every record kind that comes from one CUDA API call (has CallInfo) has at least one
+  // runtime or driver row. NCCL's records come from the NCCL interposer, not from CUPTI.
+  std::set<RecordKind> from_table, from_runtime_or_driver[2];
+  for (const CallSpec& s : call_table()) {
+    if (auto k = record_kind_of(s.kind)) {
+      from_table.insert(*k);
+      from_runtime_or_driver[s.domain == ApiDomain::kRuntime ? 0 : 1].insert(*k);
+    }
+  }
+  const std::set<RecordKind> not_cuda_calls = {RecordKind::kNcclCommInit, RecordKind::kNcclCall,
+                                               RecordKind::kNcclGroupStart, RecordKind::kNcclGroupEnd};
+  int call_kinds = 0;
+  for (uint32_t v = 0; v <= 0xFFFF; ++v) {
+    auto k = RecordKind(v);
+    if (std::string(trace::record_kind_name(k)) == "Unknown" || !trace::has_call_info(k)) continue;
+    if (not_cuda_calls.count(k)) continue;
+    ++call_kinds;
+    EXPECT_TRUE(from_table.count(k)) << "no callback id becomes a " << trace::record_kind_name(k) << " record";
+    // The driver sees the programs that never call the runtime (Triton, NCCL, cuMemMap).
+    EXPECT_TRUE(from_runtime_or_driver[1].count(k)) << "no driver callback id for " << trace::record_kind_name(k);
+  }
+  EXPECT_EQ(call_kinds, 18);
+}
+
+TEST(CallTable, RowsAreUniqueNamedAndReadTheirParameters) {
+  std::set<std::pair<int, uint32_t>> seen;
+  for (const CallSpec& s : call_table()) {
+    EXPECT_TRUE(seen.insert({int(s.domain), s.cbid}).second) << s.name << " twice";
+    ASSERT_NE(s.name, nullptr);
+    EXPECT_EQ(find_call(s.domain, s.cbid), &s) << s.name;
+    const bool needs_no_params = s.kind == CallKind::kScopeOnly || s.kind == CallKind::kDeviceSynchronize;
+    EXPECT_EQ(s.extract == nullptr, needs_no_params) << s.name;
+    if (s.kind == CallKind::kScopeOnly) {
+      EXPECT_EQ(s.domain, ApiDomain::kRuntime) << s.name;
+    }
+  }
+  EXPECT_EQ(find_call(ApiDomain::kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020), nullptr);
+  EXPECT_EQ(find_call(ApiDomain::kDriver, 100000), nullptr);
+  EXPECT_EQ(CudaCallHandler::runtime_cbids().size() + CudaCallHandler::driver_cbids().size(), call_table().size());
 }
 
 TEST_F(HandlerTest, EventsAndQueriesKeepTheirResults) {

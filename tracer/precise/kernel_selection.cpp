@@ -97,16 +97,4 @@ std::optional<KernelSelector> selector_from_setting(std::string_view setting, st
   return fail("STREAMRACE_PRECISE=" + std::string(setting) + " is not all, regex:PATTERN or names:FILE");
 }
 
-std::set<std::string> kernels_to_confirm(std::span<const analysis::Finding> findings) {
-  std::set<std::string> out;
-  for (const analysis::Finding& f : findings) {
-    if (f.confidence != analysis::Confidence::kPossible) continue;
-    for (const analysis::Access* a : {&f.earlier, &f.later}) {
-      if (a->op_kind != "kernel" || a->op.empty() || is_nccl_kernel(a->op)) continue;
-      out.insert(a->op);
-    }
-  }
-  return out;
-}
-
 }  // namespace streamrace::tracer::precise

@@ -1,17 +1,15 @@
 // Which kernels precise mode patches (`streamrace run --precise=all|auto|REGEX`). Pure
-// logic, no CUDA: the Sanitizer session asks `should_patch` at each launch, and `auto`
-// mode is built from the findings of an earlier run with `kernels_to_confirm`.
+// logic, no CUDA: the Sanitizer session asks `should_patch` at each launch; `auto` mode's
+// names come from an earlier run's findings (cli/precise_kernels.h, since tracer/ never
+// includes analyzer/).
 #pragma once
 
 #include <memory>
 #include <optional>
 #include <regex>
 #include <set>
-#include <span>
 #include <string>
 #include <string_view>
-
-#include "analyzer/finding.h"
 
 namespace streamrace::tracer::precise {
 
@@ -55,9 +53,5 @@ PreciseSpec parse_precise_spec(std::string_view value);
 // "regex:PATTERN" or "names:FILE" (one kernel name per line). nullopt when it is none of
 // these, the regex does not compile or the file cannot be read; `error` then says why.
 std::optional<KernelSelector> selector_from_setting(std::string_view setting, std::string* error = nullptr);
-
-// Kernel names of the kernel accesses in `possible` findings: the launches whose exact
-// ranges would decide those findings. NCCL kernels are left out.
-std::set<std::string> kernels_to_confirm(std::span<const analysis::Finding> findings);
 
 }  // namespace streamrace::tracer::precise
