@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Turns a precise batch's traces (scripts/gpu/precise_batch.sh) into CI fixtures under
-tests/data/precise/<case>/: the trace files and an expected.json written from the analysis of
-those traces by the given streamrace binary. Review expected.json against the sample's
-intent before committing it (tests/gpu_fixtures/precise_fixture_test.cpp also checks the
-intent independently of it).
+tests/data/precise/<case>/: the trace files and a case.json, printing the findings the given
+streamrace binary reports for them in both tiers. Then write each case's full expected
+reports with `tests/update_expected.sh --update '*precise_*'` and review them against the
+sample's intent (tests/gpu_fixtures/precise_fixture_test.cpp also checks the intent
+independently of them).
 
   precise_fixtures.py STREAMRACE TRACES_DIR [TRACES_DIR...] --out tests/data/precise
 """
@@ -58,13 +59,14 @@ def main():
                                  "occurrences": f["occurrences"], "earlier": access(e), "later": access(l),
                                  "overlap": {"offset": int(f["overlap"]["addr"], 16) - alloc,
                                              "bytes": f["overlap"]["bytes"]}})
-            exp = {"traces": len(traces), "trace_mode": rep["traces"][0]["mode"],
-                   "ranks": sorted(t["rank"] for t in rep["traces"]),
-                   "findings": findings,
-                   "as_default_tier": [{"kind": f["kind"], "confidence": f["confidence"]} for f in base["findings"]]}
-            with open(os.path.join(dst, "expected.json"), "w") as fh:
-                json.dump(exp, fh, indent=1)
+            with open(os.path.join(dst, "case.json"), "w") as fh:
+                json.dump({"program": case, "command": "scripts/gpu/precise_batch.sh",
+                           "recorded": os.environ.get("RECORDED", "")}, fh, indent=2)
                 fh.write("\n")
+            # Empty until tests/update_expected.sh --update writes the two full reports.
+            for name in ("expected.json", "expected.ignore-precise.json"):
+                open(os.path.join(dst, name), "w").close()
+            print("  as the default tier:", [(f["kind"], f["confidence"]) for f in base["findings"]])
             print(case, len(traces), [(f["kind"], f["confidence"]) for f in findings])
 
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # After a tracer_batch.sh run: unpacks results.tar.gz and turns each case's traces into a
-# CI fixture tests/data/gpu/<case>/ (traces + expected.json from
-# samples/cuda/expected_findings.json). Prints what the analyzer says for each case next to
-# the expectation, so a human confirms entries marked "unconfirmed" before committing.
+# CI case tests/data/gpu/<case>/ (traces + case.json). Prints what the analyzer says for each
+# case next to samples/cuda/expected_findings.json, so a human confirms them (entries marked
+# "unconfirmed" above all) before writing the cases' full expected reports with
+# `tests/update_expected.sh --update '*gpu_*'` and reviewing its diff.
 # Usage: scripts/gpu/record_fixtures.sh path/to/results.tar.gz [path/to/streamrace]
 set -eu
 TARBALL=$1
@@ -29,8 +30,10 @@ for case, exp in sorted(expected.items()):
     os.makedirs(dst, exist_ok=True)
     for f in files:
         shutil.copy(os.path.join(src, f), dst)
-    entry = {k: v for k, v in exp.items() if k != "unconfirmed"}
-    json.dump(entry, open(os.path.join(dst, "expected.json"), "w"), indent=2)
+    meta = {"program": case, "command": "scripts/gpu/tracer_batch.sh", "recorded": os.environ.get("RECORDED", "")}
+    with open(os.path.join(dst, "case.json"), "w") as fh:
+        json.dump(meta, fh, indent=2)
+        fh.write("\n")
     out = subprocess.run([sr, "analyze", "--format", "json", dst], capture_output=True, text=True)
     got = []
     try:

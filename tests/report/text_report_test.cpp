@@ -1,21 +1,13 @@
 // Golden test: the bundled ZeRO-1 trace in, the exact text report out.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <sstream>
 
 #include "report/text_report.h"
-#include "support/trace_test_support.h"
+#include "report_test_support.h"
 
 namespace streamrace {
 namespace {
-
-std::string slurp(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 TEST(TextReport, BundledZeroTraceMatchesGolden) {
   const std::string dir = std::string(STREAMRACE_SOURCE_DIR) + "/samples/traces/zero1-synthetic";
@@ -23,10 +15,7 @@ TEST(TextReport, BundledZeroTraceMatchesGolden) {
   for (auto& t : r.traces) t.path = t.path.substr(t.path.rfind('/') + 1);
   std::ostringstream out;
   report::write_text(out, r);
-  const std::string golden_path = std::string(STREAMRACE_SOURCE_DIR) + "/tests/golden/zero1-synthetic.txt";
-  if (std::getenv("STREAMRACE_UPDATE_GOLDEN")) std::ofstream(golden_path) << out.str();
-  std::string golden = slurp(golden_path);
-  EXPECT_EQ(out.str(), golden);
+  testing::expect_golden("zero1-synthetic.txt", out.str());
 }
 
 TEST(TextReport, CleanSummaryLine) {

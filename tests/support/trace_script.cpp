@@ -1,0 +1,359 @@
+// The trace-script interpreter: each line is one TraceBuilder call (see trace_script.h).
+#include "support/trace_script.h"
+
+#include <cctype>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "traceformat/trace_builder.h"
+
+namespace streamrace::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using trace::AllocKind;
+using trace::CopyKind;
+using trace::MemKind;
+using trace::NcclOp;
+using trace::NcclType;
+using trace::TraceBuilder;
+
+// "a b=1 \"k(float*, int)\"" -> {"a", "b=1", "k(float*, int)"}; '#' starts a comment.
+std::vector<std::string> tokenize(const std::string& line) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    if (std::isspace(static_cast<unsigned char>(line[i]))) {
+      ++i;
+      continue;
+    }
+    if (line[i] == '#') break;
+    std::string tok;
+    if (line[i] == '"') {
+      size_t end = line.find('"', i + 1);
+      if (end == std::string::npos) throw std::runtime_error("unterminated quote");
+      tok = line.substr(i + 1, end - i - 1);
+      i = end + 1;
+    } else {
+      while (i < line.size() && !std::isspace(static_cast<unsigned char>(line[i]))) tok += line[i++];
+    }
+    out.push_back(tok);
+  }
+  return out;
+}
+
+// "AllReduce", "all-reduce", "all_reduce" -> "allreduce".
+std::string fold(const std::string& s) {
+  std::string out;
+  for (char c : s)
+    if (c != '-' && c != '_') out += char(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+template <typename E>
+E lookup(const std::map<std::string, E>& table, const std::string& name, const char* what) {
+  auto it = table.find(fold(name));
+  if (it == table.end()) throw std::runtime_error(std::string("unknown ") + what + " '" + name + "'");
+  return it->second;
+}
+
+const std::map<std::string, AllocKind> kAllocKinds{
+    {"device", AllocKind::kDevice},   {"async", AllocKind::kAsync},           {"managed", AllocKind::kManaged},
+    {"pinned", AllocKind::kHostPinned}, {"registered", AllocKind::kHostRegistered}, {"vmm", AllocKind::kVmmMap},
+    {"array", AllocKind::kArray}};
+const std::map<std::string, CopyKind> kCopyKinds{{"h2h", CopyKind::kHostToHost},
+                                                 {"h2d", CopyKind::kHostToDevice},
+                                                 {"d2h", CopyKind::kDeviceToHost},
+                                                 {"d2d", CopyKind::kDeviceToDevice},
+                                                 {"default", CopyKind::kDefault}};
+const std::map<std::string, MemKind> kMemKinds{{"unknown", MemKind::kUnknown},
+                                               {"device", MemKind::kDevice},
+                                               {"pinned", MemKind::kPinnedHost},
+                                               {"pageable", MemKind::kPageableHost},
+                                               {"managed", MemKind::kManaged}};
+const std::map<std::string, NcclOp> kNcclOps{
+    {"allreduce", NcclOp::kAllReduce}, {"broadcast", NcclOp::kBroadcast}, {"reduce", NcclOp::kReduce},
+    {"reducescatter", NcclOp::kReduceScatter}, {"allgather", NcclOp::kAllGather}, {"alltoall", NcclOp::kAlltoAll},
+    {"gather", NcclOp::kGather}, {"scatter", NcclOp::kScatter}, {"send", NcclOp::kSend}, {"recv", NcclOp::kRecv}};
+const std::map<std::string, NcclType> kNcclTypes{
+    {"int8", NcclType::kInt8},       {"uint8", NcclType::kUint8},       {"int32", NcclType::kInt32},
+    {"uint32", NcclType::kUint32},   {"int64", NcclType::kInt64},       {"uint64", NcclType::kUint64},
+    {"float16", NcclType::kFloat16}, {"float32", NcclType::kFloat32},   {"float64", NcclType::kFloat64},
+    {"bfloat16", NcclType::kBfloat16}, {"float8e4m3", NcclType::kFloat8e4m3}, {"float8e5m2", NcclType::kFloat8e5m2}};
+
+uint64_t number(const std::string& s) {
+  size_t used = 0;
+  uint64_t v = 0;
+  try {
+    v = std::stoull(s, &used, 0);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != s.size()) throw std::runtime_error("not a number: '" + s + "'");
+  return v;
+}
+
+// One line's words: positional arguments and key=value options.
+struct Args {
+  std::vector<std::string> pos;
+  std::map<std::string, std::string> opt;
+  size_t used = 0;
+
+  const std::string& at(size_t i, const char* what) const {
+    if (i >= pos.size()) throw std::runtime_error(std::string("missing ") + what);
+    return pos[i];
+  }
+  bool flag(const std::string& word) {
+    for (auto it = pos.begin(); it != pos.end(); ++it)
+      if (*it == word) {
+        pos.erase(it);
+        return true;
+      }
+    return false;
+  }
+  std::string option(const std::string& key, const std::string& fallback) {
+    auto it = opt.find(key);
+    if (it == opt.end()) return fallback;
+    std::string v = it->second;
+    opt.erase(it);
+    return v;
+  }
+  void done(size_t positional) const {
+    if (pos.size() > positional) throw std::runtime_error("unexpected argument '" + pos[positional] + "'");
+    if (!opt.empty()) throw std::runtime_error("unknown option '" + opt.begin()->first + "'");
+  }
+};
+
+class Interpreter {
+ public:
+  Interpreter(fs::path out_dir, std::string stem) : out_dir_(std::move(out_dir)), stem_(std::move(stem)) {}
+
+  void line(const std::string& verb, Args a);
+  std::vector<std::string> finish() {
+    if (builder_) builder_->finish();
+    builder_.reset();
+    return paths_;
+  }
+
+ private:
+  TraceBuilder& b() {
+    if (!builder_) open(0, stem_ + ".srace");
+    return *builder_;
+  }
+  void open(int rank, const std::string& name) {
+    if (builder_) builder_->finish();
+    names_.clear();
+    paths_.push_back((out_dir_ / name).string());
+    builder_ = std::make_unique<TraceBuilder>(paths_.back(), TraceBuilder::default_header(rank));
+  }
+  void bind(const std::string& name, uint64_t value) {
+    if (name.empty() || std::isdigit(static_cast<unsigned char>(name[0])) || name.find_first_of("+:=") != std::string::npos)
+      throw std::runtime_error("bad name '" + name + "'");
+    if (!names_.emplace(name, value).second) throw std::runtime_error("name '" + name + "' bound twice");
+  }
+  uint64_t name(const std::string& n) const {
+    auto it = names_.find(n);
+    if (it == names_.end()) throw std::runtime_error("unknown name '" + n + "'");
+    return it->second;
+  }
+  // NAME, NAME+N or a number.
+  uint64_t addr(const std::string& s) const {
+    if (!s.empty() && std::isdigit(static_cast<unsigned char>(s[0]))) return number(s);
+    auto plus = s.find('+');
+    if (plus == std::string::npos) return name(s);
+    return name(s.substr(0, plus)) + number(s.substr(plus + 1));
+  }
+  // NAME, legacy[:DEVICE], per-thread:THREAD[:DEVICE] or a number.
+  uint64_t stream(const std::string& s) const {
+    auto field = [&](size_t i) -> uint32_t {
+      size_t start = 0;
+      for (size_t k = 0; k < i; ++k) {
+        start = s.find(':', start);
+        if (start == std::string::npos) return 0;
+        ++start;
+      }
+      size_t end = s.find(':', start);
+      return uint32_t(number(s.substr(start, end == std::string::npos ? std::string::npos : end - start)));
+    };
+    if (s == "legacy" || s.rfind("legacy:", 0) == 0) return trace::legacy_stream(field(1));
+    if (s.rfind("per-thread:", 0) == 0) return trace::per_thread_stream(field(1), field(2));
+    return addr(s);
+  }
+
+  fs::path out_dir_;
+  std::string stem_;
+  std::unique_ptr<TraceBuilder> builder_;
+  std::unordered_map<std::string, uint64_t> names_;
+  std::vector<std::string> paths_;
+  bool ranked_ = false;
+};
+
+void Interpreter::line(const std::string& verb, Args a) {
+  if (verb == "rank") {
+    int rank = int(number(a.at(0, "rank")));
+    a.done(1);
+    if (!ranked_ && builder_) throw std::runtime_error("`rank` must come before the first call");
+    ranked_ = true;
+    open(rank, stem_ + ".rank" + std::to_string(rank) + ".srace");
+  } else if (verb == "stream") {
+    bool blocking = a.flag("blocking");
+    a.flag("nonblocking");
+    uint32_t device = uint32_t(number(a.option("device", "0")));
+    int32_t priority = int32_t(std::stol(a.option("priority", "0")));
+    const std::string n = a.at(0, "stream name");
+    a.done(1);
+    bind(n, b().create_stream(blocking ? 0u : uint32_t(trace::kStreamNonBlocking), device, priority));
+  } else if (verb == "destroy-stream") {
+    b().destroy_stream(stream(a.at(0, "stream")));
+    a.done(1);
+  } else if (verb == "event") {
+    uint32_t flags = uint32_t(number(a.option("flags", "0")));
+    const std::string n = a.at(0, "event name");
+    a.done(1);
+    bind(n, b().create_event(flags));
+  } else if (verb == "destroy-event") {
+    b().destroy_event(name(a.at(0, "event")));
+    a.done(1);
+  } else if (verb == "alloc") {
+    AllocKind kind = lookup(kAllocKinds, a.option("kind", "device"), "allocation kind");
+    std::string s = a.option("stream", "");
+    uint32_t device = uint32_t(number(a.option("device", "0")));
+    std::string ptr = a.option("ptr", "");
+    const std::string n = a.at(0, "allocation name");
+    uint64_t bytes = number(a.at(1, "bytes"));
+    a.done(2);
+    uint64_t p = ptr.empty() ? 0 : addr(ptr);
+    bind(n, b().alloc(bytes, kind, s.empty() ? 0 : stream(s), device, p));
+  } else if (verb == "free") {
+    AllocKind kind = lookup(kAllocKinds, a.option("kind", "device"), "allocation kind");
+    std::string s = a.option("stream", "");
+    uint32_t device = uint32_t(number(a.option("device", "0")));
+    uint64_t p = addr(a.at(0, "address"));
+    a.done(1);
+    b().free(p, kind, s.empty() ? 0 : stream(s), device);
+  } else if (verb == "comm") {
+    const std::string n = a.at(0, "communicator name");
+    int32_t rank = int32_t(number(a.at(1, "rank")));
+    int32_t nranks = int32_t(number(a.at(2, "nranks")));
+    a.done(3);
+    bind(n, b().comm_init(rank, nranks));
+  } else if (verb == "at") {
+    const std::string& where = a.at(0, "FILE:LINE or none");
+    if (where == "none") {
+      a.done(1);
+      b().at(0);
+      return;
+    }
+    auto colon = where.rfind(':');
+    if (colon == std::string::npos) throw std::runtime_error("expected FILE:LINE, got '" + where + "'");
+    std::string function = a.pos.size() > 1 ? a.pos[1] : "<module>";
+    a.done(2);
+    b().at(where.substr(0, colon), uint32_t(number(where.substr(colon + 1))), function);
+  } else if (verb == "thread") {
+    b().thread(uint32_t(number(a.at(0, "thread"))));
+    a.done(1);
+  } else if (verb == "memset") {
+    bool sync = a.flag("sync");
+    MemKind dst_mem = lookup(kMemKinds, a.option("dst", "device"), "memory kind");
+    uint64_t s = stream(a.at(0, "stream")), dst = addr(a.at(1, "destination")), bytes = number(a.at(2, "bytes"));
+    a.done(3);
+    b().memset(s, dst, bytes, !sync, dst_mem);
+  } else if (verb == "memcpy") {
+    bool sync = a.flag("sync");
+    CopyKind kind = lookup(kCopyKinds, a.option("kind", "d2d"), "copy kind");
+    MemKind src_mem = lookup(kMemKinds, a.option("src", "device"), "memory kind");
+    MemKind dst_mem = lookup(kMemKinds, a.option("dst", "device"), "memory kind");
+    std::string api = a.option("api", "");
+    uint64_t s = stream(a.at(0, "stream")), dst = addr(a.at(1, "destination")), src = addr(a.at(2, "source"));
+    uint64_t bytes = number(a.at(3, "bytes"));
+    a.done(4);
+    b().memcpy(s, dst, src, bytes, kind, !sync, src_mem, dst_mem, api);
+  } else if (verb == "record") {
+    uint64_t e = name(a.at(0, "event")), s = stream(a.at(1, "stream"));
+    a.done(2);
+    b().record_event(e, s);
+  } else if (verb == "wait") {
+    uint64_t s = stream(a.at(0, "stream")), e = name(a.at(1, "event"));
+    a.done(2);
+    b().wait_event(s, e);
+  } else if (verb == "event-sync") {
+    b().event_synchronize(name(a.at(0, "event")));
+    a.done(1);
+  } else if (verb == "event-query") {
+    b().event_query(name(a.at(0, "event")), int32_t(number(a.at(1, "result"))));
+    a.done(2);
+  } else if (verb == "stream-sync") {
+    b().stream_synchronize(stream(a.at(0, "stream")));
+    a.done(1);
+  } else if (verb == "stream-query") {
+    b().stream_query(stream(a.at(0, "stream")), int32_t(number(a.at(1, "result"))));
+    a.done(2);
+  } else if (verb == "device-sync") {
+    std::string api = a.option("api", "cudaDeviceSynchronize");
+    uint32_t device = a.pos.empty() ? 0 : uint32_t(number(a.pos[0]));
+    a.done(1);
+    b().device_synchronize(device, api);
+  } else if (verb == "kernel") {
+    uint32_t device = uint32_t(number(a.option("device", "0")));
+    uint64_t s = stream(a.at(0, "stream"));
+    const std::string kname = a.at(1, "kernel name");
+    std::vector<uint64_t> ptrs;
+    for (size_t i = 2; i < a.pos.size(); ++i) ptrs.push_back(addr(a.pos[i]));
+    a.done(a.pos.size());
+    b().kernel(s, kname, ptrs, device);
+  } else if (verb == "nccl") {
+    NcclType type = lookup(kNcclTypes, a.option("type", "float32"), "NCCL type");
+    int32_t peer = int32_t(std::stol(a.option("peer", "-1")));
+    NcclOp op = lookup(kNcclOps, a.at(0, "NCCL operation"), "NCCL operation");
+    uint64_t s = stream(a.at(1, "stream")), comm = name(a.at(2, "communicator"));
+    uint64_t send = addr(a.at(3, "send buffer")), recv = addr(a.at(4, "recv buffer")), count = number(a.at(5, "count"));
+    a.done(6);
+    b().nccl(op, s, comm, send, recv, count, type, peer);
+  } else if (verb == "group-start") {
+    a.done(0);
+    b().group_start();
+  } else if (verb == "group-end") {
+    a.done(0);
+    b().group_end();
+  } else if (verb == "graph-launch") {
+    b().graph_launch(stream(a.at(0, "stream")));
+    a.done(1);
+  } else if (verb == "capture-begin" || verb == "capture-end") {
+    b().capture(stream(a.at(0, "stream")), verb == "capture-begin");
+    a.done(1);
+  } else {
+    throw std::runtime_error("unknown statement '" + verb + "'");
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> run_trace_script(const fs::path& script, const fs::path& out_dir) {
+  std::ifstream in(script);
+  if (!in) throw std::runtime_error("cannot read " + script.string());
+  Interpreter interp(out_dir, script.stem().string());
+  std::string text;
+  for (int lineno = 1; std::getline(in, text); ++lineno) {
+    try {
+      auto words = tokenize(text);
+      if (words.empty()) continue;
+      Args a;
+      for (size_t i = 1; i < words.size(); ++i) {
+        auto eq = words[i].find('=');
+        if (eq != std::string::npos && eq > 0)
+          a.opt[words[i].substr(0, eq)] = words[i].substr(eq + 1);
+        else
+          a.pos.push_back(words[i]);
+      }
+      interp.line(words[0], std::move(a));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(script.string() + ":" + std::to_string(lineno) + ": " + e.what());
+    }
+  }
+  return interp.finish();
+}
+
+}  // namespace streamrace::testing
