@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Precise-mode batch for the GPU machine (issue 7). Expects the precise build carried in
-# gpu-carry-precise/{bin,lib} (streamrace, libstreamrace.so, streamrace_precise_patches.fatbin;
+# gpu-carry/ (or gpu-carry-precise/) {bin,lib} (streamrace, libstreamrace.so, streamrace_precise_patches.fatbin;
 # built on the CPU machine with -DSTREAMRACE_BUILD_PRECISE=ON against the CUDA 13.0 Sanitizer
 # API headers). Steps, each under a timeout, all before a global deadline (DEADLINE_S):
 #   1. smoke: samples/precise/views.cu racy with the Sanitizer session started at load time
@@ -19,7 +19,8 @@ BENCH_STEPS=${BENCH_STEPS:-20}
 TARGET_REGEX=${TARGET_REGEX:-layer_norm}
 R=/tmp/pr_results
 rm -rf "$R" && mkdir -p "$R"/traces "$R"/logs "$OUT"
-SR="$REPO/gpu-carry-precise/bin/streamrace"
+CARRY="$REPO/gpu-carry-precise"; [ -d "$CARRY" ] || CARRY="$REPO/gpu-carry"  # scripts/gpu/build_carry.sh
+SR="$CARRY/bin/streamrace"
 export LD_LIBRARY_PATH=/usr/local/cuda/compute-sanitizer:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 exec >"$R/logs/batch.log" 2>&1
 S="$R/logs/summary.txt"
@@ -36,7 +37,7 @@ nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
 ls -la /usr/local/cuda/compute-sanitizer/ | head -20
 compute-sanitizer --version 2>&1 | tail -1
-ldd "$REPO/gpu-carry-precise/lib/libstreamrace.so" | grep -i "not found"
+ldd "$CARRY/lib/libstreamrace.so" | grep -i "not found"
 nvcc -O2 -arch=sm_90 -std=c++17 -cudart shared -o /tmp/views samples/precise/views.cu -Xlinker -rpath,/usr/local/cuda/lib64 || echo "views build failed"
 
 left() { echo $((DEADLINE_S - SECONDS)); }
