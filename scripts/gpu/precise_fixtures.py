@@ -3,7 +3,7 @@
 tests/data/precise/<case>/: the trace files and a case.json, printing the findings the given
 streamrace binary reports for them in both tiers. Then write each case's full expected
 reports with `tests/update_expected.sh --update '*precise_*'` and review them against the
-sample's intent (tests/gpu_fixtures/precise_fixture_test.cpp also checks the intent
+sample's intent (tests/samples/precise_fixture_test.cpp also checks the intent
 independently of them).
 
   precise_fixtures.py STREAMRACE TRACES_DIR [TRACES_DIR...] --out tests/data/precise
