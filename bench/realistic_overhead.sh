@@ -1,0 +1,358 @@
+#!/usr/bin/env bash
+# Tracer overhead on realistic jobs, for the GPU machine (one H200 is enough).
+#
+# Jobs (samples/realistic/):
+#   zero2   GPT-2 124M under DeepSpeed ZeRO-2 (overlap_comm, contiguous gradients, bf16), one rank:
+#           median step ms
+#   launch  a launch-bound loop of tiny x.add_(1) ops: median us per op
+#   fsdp2   (not run unless JOBS names it) GPT-2 124M under FSDP2: median step ms
+# Configurations, interleaved within every round (the order rotates from round to round):
+#   untraced        the job alone
+#   streamrace      `streamrace run -o DIR -- job` (default tier, STREAMRACE_STACKS=auto)
+#   nostacks        the same with STREAMRACE_STACKS=none
+#   floor_domains   an empty CUPTI subscriber (bench/cupti_floor) with the runtime and driver
+#                   API domains enabled, through CUDA_INJECTION64_PATH
+#   floor_cbids     the empty subscriber with only the callback ids the tracer enables
+#                   (read from tracer/cuda_call_handler.cpp; FLOOR_CBIDS overrides)
+#
+#   bash bench/realistic_overhead.sh            # on the GPU machine, from the repo root
+#
+# Env (all optional):
+#   STREAMRACE   the streamrace CLI (default gpu-carry/bin/streamrace, else build/bin/streamrace);
+#                its libstreamrace.so is found next to it (../lib) or through STREAMRACE_LIB
+#   ROUNDS       rounds (default 3)
+#   STEPS        timed steps of the GPT-2 jobs (default 60); WARMUP untimed steps first (10)
+#   OPS          ops per repeat of the launch loop (default 20000); REPEATS (default 5)
+#   DEADLINE_S   wall-clock budget of the whole script (default 540); a run that would not fit
+#                (judged by the last run of the same job and configuration) is skipped and
+#                listed as skipped; every run is under `timeout` with what is left
+#   RUN_TIMEOUT_S  cap on one run (default 240)
+#   JOBS         default "launch zero2" (add fsdp2 to run it too)
+#   CONFIGS      default "untraced streamrace nostacks floor_domains floor_cbids"
+#   OUT          where the results go (default /tmp/realistic_overhead): realistic_overhead.md,
+#                realistic_overhead.json, realistic_overhead_logs.tar.gz
+#   PYTHON       default python3 (the one that has torch)
+#   DS_VERSION   DeepSpeed from .whl/realistic installed by samples/realistic/setup_env.sh
+#                (default 0.19.0); SKIP_DS_SETUP=1 uses whatever deepspeed PYTHONPATH gives
+#   CUPTI_FLOOR_LIB  a prebuilt libcupti_floor.so (default: built now with g++ by
+#                bench/cupti_floor/build.sh, else gpu-carry/lib/libcupti_floor.so)
+#   FLOOR_CBIDS  a CUPTI_FLOOR_CBIDS list or @FILE for floor_cbids
+#   DRY_RUN=1    no GPU: run the tiny CPU variants of the jobs (tests this script's plumbing)
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
+unset CUDA_INJECTION64_PATH STREAMRACE_STACKS STREAMRACE_OUT STREAMRACE_DISABLE
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$REPO" || exit 2
+T_START=$(date +%s)
+DEADLINE_S=${DEADLINE_S:-540}
+DEADLINE_AT=$((T_START + DEADLINE_S))
+ROUNDS=${ROUNDS:-3}
+STEPS=${STEPS:-60}
+WARMUP=${WARMUP:-10}
+OPS=${OPS:-20000}
+REPEATS=${REPEATS:-5}
+RUN_TIMEOUT_S=${RUN_TIMEOUT_S:-240}
+JOBS=${JOBS:-"launch zero2"}
+CONFIGS=${CONFIGS:-"untraced streamrace nostacks floor_domains floor_cbids"}
+OUT=${OUT:-/tmp/realistic_overhead}
+PYTHON=${PYTHON:-python3}
+DRY_RUN=${DRY_RUN:-0}
+MARGIN_S=${MARGIN_S:-15}   # kept back for writing the results
+W=$(mktemp -d /tmp/realistic_overhead.XXXXXX)
+RAW="$W/raw.tsv"
+NOTES="$W/notes.txt"
+mkdir -p "$OUT" "$W/logs" "$W/traces"
+: > "$RAW"; : > "$NOTES"
+for v in ROUNDS STEPS WARMUP OPS REPEATS DEADLINE_S RUN_TIMEOUT_S; do
+    [[ "${!v}" =~ ^[0-9]+$ ]] || { echo "realistic_overhead.sh: $v=${!v} is not a whole number" >&2; exit 2; }
+done
+(( ROUNDS >= 1 && STEPS >= 1 )) || { echo "realistic_overhead.sh: ROUNDS and STEPS must be >= 1" >&2; exit 2; }
+
+note() { echo "$*" | tee -a "$NOTES" >&2; }
+left() { echo $((DEADLINE_AT - $(date +%s))); }
+
+# ---- the streamrace CLI
+if [[ -z "${STREAMRACE:-}" ]]; then
+    for c in gpu-carry/bin/streamrace build/bin/streamrace; do [[ -x "$c" ]] && { STREAMRACE="$REPO/$c"; break; }; done
+fi
+STREAMRACE=${STREAMRACE:-}
+HAVE_SR=1
+if [[ -z "$STREAMRACE" || ! -x "$STREAMRACE" ]]; then
+    note "no streamrace CLI (STREAMRACE='$STREAMRACE'): the streamrace and nostacks configurations are skipped"
+    HAVE_SR=0
+elif ! "$STREAMRACE" --version > "$W/streamrace_version.txt" 2>&1; then
+    note "$STREAMRACE --version failed: $(head -c 300 "$W/streamrace_version.txt")"
+fi
+
+# ---- the empty CUPTI subscriber
+FLOOR=${CUPTI_FLOOR_LIB:-}
+if [[ -z "$FLOOR" ]]; then
+    if bash bench/cupti_floor/build.sh "$W/cupti_floor" > "$W/logs/cupti_floor_build.log" 2>&1; then
+        FLOOR="$W/cupti_floor/libcupti_floor.so"
+    elif [[ -f gpu-carry/lib/libcupti_floor.so ]]; then
+        FLOOR="$REPO/gpu-carry/lib/libcupti_floor.so"
+        note "bench/cupti_floor/build.sh failed here ($(tail -n1 "$W/logs/cupti_floor_build.log")); using the carried $FLOOR"
+    fi
+fi
+HAVE_FLOOR=1
+if [[ -z "$FLOOR" || ! -f "$FLOOR" ]]; then
+    if [[ -n "${CUPTI_FLOOR_LIB:-}" ]]; then why="CUPTI_FLOOR_LIB=$CUPTI_FLOOR_LIB is no file"
+    else why="build failed: $(tail -n1 "$W/logs/cupti_floor_build.log" 2>/dev/null)"; fi
+    note "no libcupti_floor.so ($why): the floor configurations are skipped"
+    HAVE_FLOOR=0
+fi
+CBID_FILE="$W/floor_cbids.txt"
+if [[ -n "${FLOOR_CBIDS:-}" ]]; then
+    if [[ "$FLOOR_CBIDS" == @* ]]; then cp "${FLOOR_CBIDS#@}" "$CBID_FILE"; else echo "$FLOOR_CBIDS" > "$CBID_FILE"; fi
+else
+    # The tracer's own tables: RT/RTP(cbid, ...) are runtime ids, DR/DRP(cbid, ...) driver ids.
+    sed -nE 's/^[[:space:]]*RTP?\(([A-Za-z0-9_]+),.*/runtime:\1/p; s/^[[:space:]]*DRP?\(([A-Za-z0-9_]+),.*/driver:\1/p' \
+        tracer/cuda_call_handler.cpp > "$CBID_FILE"
+fi
+N_CBIDS=$(grep -c . "$CBID_FILE" || true)
+[[ "$N_CBIDS" -gt 0 ]] || { note "no callback ids for floor_cbids: it is skipped"; CONFIGS=${CONFIGS//floor_cbids/}; }
+
+# ---- DeepSpeed (zero2 only)
+HAVE_DS=1
+if [[ " $JOBS " == *" zero2 "* ]]; then
+    if [[ "${SKIP_DS_SETUP:-0}" != 1 ]]; then
+        if envline=$(PYTHON="$PYTHON" bash samples/realistic/setup_env.sh --print-env 2> "$W/logs/setup_env.log" | tail -n1) &&
+           [[ "$envline" == "export PYTHONPATH="* ]]; then
+            eval "$envline"
+            export PYTHONPATH
+        else
+            note "samples/realistic/setup_env.sh failed ($(tail -n1 "$W/logs/setup_env.log")): the zero2 job is skipped"
+            HAVE_DS=0
+        fi
+    fi
+fi
+
+# ---- the machine
+{
+    echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    echo "host: $(hostname) $(uname -r); $(sed -n "s/^PRETTY_NAME=//p" /etc/os-release 2>/dev/null | tr -d "\"")"
+    echo "cpus: $(nproc)"
+    if command -v nvidia-smi >/dev/null; then
+        echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | head -n 4 | paste -sd ';')"
+    else
+        echo "gpu: no nvidia-smi"
+    fi
+    "$PYTHON" - <<'PYEOF' 2>&1
+import importlib
+try:
+    import torch
+    cuda = torch.cuda.is_available()
+    print(f"torch: {torch.__version__} cuda {torch.version.cuda} available {cuda}"
+          + (f" device {torch.cuda.get_device_name(0)}" if cuda else "")
+          + (f" nccl {'.'.join(map(str, torch.cuda.nccl.version()))}" if cuda else ""))
+except Exception as e:  # noqa: BLE001
+    print(f"torch: not importable ({e})")
+for m in ("deepspeed", "transformers", "pydantic"):
+    try:
+        mod = importlib.import_module(m)
+        print(f"{m}: {getattr(mod, '__version__', getattr(mod, 'VERSION', '?'))} ({mod.__file__})")
+    except Exception as e:  # noqa: BLE001
+        print(f"{m}: not importable ({type(e).__name__}: {str(e)[:200]})")
+PYEOF
+    echo "streamrace: ${STREAMRACE:-none} $(head -n1 "$W/streamrace_version.txt" 2>/dev/null)"
+    echo "cupti_floor: ${FLOOR:-none}; floor_cbids: $N_CBIDS callback ids"
+    echo "repo: $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | grep -qv '^??' && echo '(modified)')"
+    echo "settings: ROUNDS=$ROUNDS STEPS=$STEPS WARMUP=$WARMUP OPS=$OPS REPEATS=$REPEATS DEADLINE_S=$DEADLINE_S RUN_TIMEOUT_S=$RUN_TIMEOUT_S JOBS='$JOBS' DRY_RUN=$DRY_RUN"
+} > "$W/machine.txt"
+cat "$W/machine.txt" >&2
+if [[ "$DRY_RUN" != 1 ]] && ! "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    note "torch sees no GPU: nothing is measured (DRY_RUN=1 runs the CPU variants)"
+    JOBS=""
+fi
+
+# ---- jobs
+job_cmd() {  # job -> the command words, one a line
+    local tiny=() dev=()
+    [[ "$DRY_RUN" == 1 ]] && { tiny=(--device cpu --tiny --seq 32 --batch 2); dev=(--device cpu); }
+    case $1 in
+        zero2)  printf '%s\n' "$PYTHON" samples/realistic/gpt2_zero2.py --steps "$STEPS" --warmup "$WARMUP" "${tiny[@]}" ;;
+        fsdp2)  printf '%s\n' "$PYTHON" samples/realistic/gpt2_fsdp2.py --steps "$STEPS" --warmup "$WARMUP" "${tiny[@]}" ;;
+        launch) printf '%s\n' "$PYTHON" samples/realistic/launch_loop.py --ops "$OPS" --repeats "$REPEATS" "${dev[@]}" ;;
+    esac
+}
+job_metric() { [[ $1 == launch ]] && echo us_per_op || echo median_step_ms; }
+job_units() {  # what the trace size is divided by: steps or ops the process ran
+    [[ $1 == launch ]] && echo $((OPS * (REPEATS + 1))) || echo $((STEPS + WARMUP))
+}
+first_guess() { [[ $1 == launch ]] && echo 30 || echo 90; }  # seconds, before a run was seen
+
+declare -A EST
+run_one() {  # job cfg round
+    local job=$1 cfg=$2 round=$3 key="$1/$2"
+    local est=${EST[$key]:-$(first_guess "$job")} remaining
+    remaining=$(left)
+    if (( remaining - MARGIN_S < est )); then
+        printf '%s\t%s\t%s\tskipped\t\t\t\t\t\tdeadline: %ss left, a run takes about %ss\n' \
+            "$round" "$job" "$cfg" "$remaining" "$est" >> "$RAW"
+        note "round $round $job $cfg: skipped (deadline: ${remaining}s left, about ${est}s needed)"
+        return
+    fi
+    local t=$((remaining - MARGIN_S)); (( t > RUN_TIMEOUT_S )) && t=$RUN_TIMEOUT_S
+    local tag="${job}_${cfg}_r${round}" cmd
+    local tdir="$W/traces/$tag" log="$W/logs/$tag.log"
+    mapfile -t cmd < <(job_cmd "$job")
+    mkdir -p "$tdir"
+    local t0 t1 rc
+    t0=$(date +%s.%N)
+    case $cfg in
+        untraced)      timeout -k 10 "$t" "${cmd[@]}" ;;
+        streamrace)    timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        nostacks)      STREAMRACE_STACKS=none timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        floor_domains) CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=domains timeout -k 10 "$t" "${cmd[@]}" ;;
+        floor_cbids)   CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=cbids CUPTI_FLOOR_CBIDS="@$CBID_FILE" \
+                           timeout -k 10 "$t" "${cmd[@]}" ;;
+    esac > "$log" 2>&1
+    rc=$?
+    t1=$(date +%s.%N)
+    local wall metric bytes="" files="" info="" status=ok
+    wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
+    metric=$(grep -oE "^$(job_metric "$job") [0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
+    case $cfg in
+        streamrace|nostacks)
+            bytes=$(du -sb "$tdir" | cut -f1)
+            files=$(find "$tdir" -name '*.srace' | wc -l)
+            if [[ "$files" -eq 0 ]]; then
+                info="no .srace trace written"
+                [[ "$DRY_RUN" == 1 ]] || status=invalid   # the job ran untraced: its number means nothing
+            fi
+            info="${info:+$info; }$(grep -m1 -E '^streamrace run: [0-9]+ traces? in' "$log" || true)" ;;
+        floor_*)
+            info=$(grep -m1 -oE 'cupti_floor: .*' "$log" || echo "no cupti_floor line: the subscriber did not start")
+            [[ "$info" == *" enabled"* && "$info" != *"nothing enabled"* ]] || status=invalid ;;
+    esac
+    if (( rc == 124 || rc == 137 )); then status=timeout
+    elif [[ -z "$metric" ]]; then status=failed
+    fi
+    [[ "$status" == ok && "$rc" != 0 ]] && info="${info:+$info; }exit $rc"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$job" "$cfg" "$status" "$rc" "$wall" "$metric" \
+        "$bytes" "$files" "${info//$'\t'/ }" >> "$RAW"
+    echo "round $round $job $cfg: $status rc=$rc wall=${wall}s $(job_metric "$job")=${metric:-?} trace_bytes=${bytes:-} ${info:0:160}" >&2
+    if [[ "$status" != ok ]]; then
+        note "round $round $job $cfg: $status (rc=$rc); log tail: $(tail -n 3 "$log" | tr '\n' ' ' | cut -c1-400)"
+    fi
+    EST[$key]=$(awk -v w="$wall" 'BEGIN{printf "%d", w*1.15 + 5}')
+    # Keep one trace directory listing, not the traces (they are large).
+    ls -l "$tdir" > "$W/logs/$tag.trace_ls" 2>/dev/null
+    rm -rf "$tdir"
+}
+
+cfgs=()
+for c in $CONFIGS; do
+    case $c in
+        untraced) ;;
+        streamrace|nostacks) (( HAVE_SR )) || continue ;;
+        floor_domains|floor_cbids) (( HAVE_FLOOR )) || continue ;;
+        *) note "unknown configuration '$c' ignored"; continue ;;
+    esac
+    cfgs+=("$c")
+done
+jobs_run=()
+for j in $JOBS; do
+    case $j in
+        zero2) (( HAVE_DS )) || continue ;;
+        fsdp2|launch) ;;
+        *) note "unknown job '$j' ignored"; continue ;;
+    esac
+    jobs_run+=("$j")
+done
+
+for ((r = 1; r <= ROUNDS; r++)); do
+    for job in "${jobs_run[@]}"; do
+        n=${#cfgs[@]}
+        for ((i = 0; i < n; i++)); do
+            run_one "$job" "${cfgs[$(((i + r - 1) % n))]}" "$r"
+        done
+    done
+done
+
+# ---- results
+"$PYTHON" - "$RAW" "$W/machine.txt" "$NOTES" "$OUT" "$STEPS" "$WARMUP" "$OPS" "$REPEATS" "$T_START" <<'PYEOF'
+import json, os, statistics, sys, time
+raw, machine, notes, out = sys.argv[1:5]
+steps, warmup, ops, repeats, t_start = map(int, sys.argv[5:10])
+rows = []
+for line in open(raw):
+    f = line.rstrip("\n").split("\t")
+    f += [""] * (10 - len(f))
+    r = dict(round=int(f[0]), job=f[1], config=f[2], status=f[3], rc=int(f[4]) if f[4] else None,
+             wall_s=float(f[5]) if f[5] else None, value=float(f[6]) if f[6] else None,
+             trace_bytes=int(f[7]) if f[7] else None, trace_files=int(f[8]) if f[8] else None, info=f[9])
+    units = ops * (repeats + 1) if r["job"] == "launch" else steps + warmup
+    r["trace_bytes_per_unit"] = r["trace_bytes"] / units if r["trace_bytes"] is not None else None
+    rows.append(r)
+order = ["untraced", "streamrace", "nostacks", "floor_domains", "floor_cbids"]
+what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nostacks": "`streamrace run`, STREAMRACE_STACKS=none",
+        "floor_domains": "empty CUPTI subscriber, runtime+driver domains", "floor_cbids": "empty CUPTI subscriber, the tracer's cbid list"}
+jobs = []
+for r in rows:
+    if r["job"] not in jobs:
+        jobs.append(r["job"])
+summary = {}
+for job in jobs:
+    for cfg in order:
+        rs = [r for r in rows if r["job"] == job and r["config"] == cfg]
+        if not rs:
+            continue
+        ok = [r for r in rs if r["status"] == "ok" and r["value"] is not None]
+        vals = [r["value"] for r in ok]
+        tb = [r["trace_bytes_per_unit"] for r in ok if r["trace_bytes_per_unit"] is not None]
+        summary[(job, cfg)] = dict(n=len(vals), runs=len(rs), median=statistics.median(vals) if vals else None,
+                                   min=min(vals) if vals else None, max=max(vals) if vals else None,
+                                   trace_bytes_per_unit=statistics.median(tb) if tb else None,
+                                   not_ok=[f"r{r['round']} {r['status']}" for r in rs if r not in ok])
+md = ["# Tracer overhead on realistic jobs", ""]
+md.append(f"Per configuration: the median over rounds of each run's own median, and the spread (min–max) "
+          f"over rounds. GPT-2 jobs: median wall ms per step ({steps} timed steps after {warmup}); "
+          f"launch loop: median µs per `x.add_(1)` ({repeats} repeats of {ops} ops after one). "
+          f"Trace bytes: size of the trace directory divided by all steps (warm-up included) or all ops the "
+          f"process ran (so it includes start-up records). Configurations interleave within each round.")
+md.append("")
+md.append("## Machine")
+md.append("")
+md += ["    " + l.rstrip() for l in open(machine)]
+md.append("")
+for job in jobs:
+    unit = "µs/op" if job == "launch" else "ms/step"
+    per = "B/op" if job == "launch" else "B/step"
+    title = {"zero2": "GPT-2 124M, DeepSpeed ZeRO-2 (one rank)", "fsdp2": "GPT-2 124M, FSDP2 (one rank)",
+             "launch": "launch-bound loop (x.add_(1))"}.get(job, job)
+    md += [f"## {title}", "", f"| configuration | median {unit} | spread (min–max) | vs untraced | added {unit} | trace {per} | runs ok |",
+           "| --- | --- | --- | --- | --- | --- | --- |"]
+    base = summary.get((job, "untraced"), {}).get("median")
+    for cfg in order:
+        s = summary.get((job, cfg))
+        if s is None:
+            continue
+        if s["median"] is None:
+            md.append(f"| {what[cfg]} | – | – | – | – | – | 0/{s['runs']} ({', '.join(s['not_ok'])}) |")
+            continue
+        rel = f"{(s['median'] / base - 1) * 100:+.1f} %" if base else "–"
+        add = f"{s['median'] - base:+.3f}" if base else "–"
+        tb = f"{s['trace_bytes_per_unit']:,.0f}" if s["trace_bytes_per_unit"] is not None else "–"
+        ok = f"{s['n']}/{s['runs']}" + (f" ({', '.join(s['not_ok'])})" if s["not_ok"] else "")
+        md.append(f"| {what[cfg]} | {s['median']:.3f} | {s['min']:.3f}–{s['max']:.3f} | {rel if cfg != 'untraced' else ''} "
+                  f"| {add if cfg != 'untraced' else ''} | {tb} | {ok} |")
+    md.append("")
+note_lines = [l.rstrip() for l in open(notes) if l.strip()]
+md += ["## Skipped, failed and other notes", ""] + ([f"- {l}" for l in note_lines] or ["- none"])
+md += ["", f"Total wall time of the script: {time.time() - t_start:.0f} s.", ""]
+with open(os.path.join(out, "realistic_overhead.md"), "w") as f:
+    f.write("\n".join(md))
+doc = {"machine": [l.rstrip() for l in open(machine)], "settings": dict(steps=steps, warmup=warmup, ops=ops, repeats=repeats),
+       "runs": rows, "notes": note_lines,
+       "summary": [dict(job=j, config=c, **s) for (j, c), s in summary.items()]}
+with open(os.path.join(out, "realistic_overhead.json"), "w") as f:
+    json.dump(doc, f, indent=1)
+print("\n".join(md))
+PYEOF
+cp "$RAW" "$W/logs/raw.tsv"; cp "$CBID_FILE" "$W/logs/"; cp "$W/machine.txt" "$W/logs/"
+tar -C "$W" -czf "$OUT/realistic_overhead_logs.tar.gz" logs
+echo "realistic_overhead.sh: results in $OUT (realistic_overhead.md, .json, _logs.tar.gz); $(( $(date +%s) - T_START ))s" >&2
+rm -rf "$W"

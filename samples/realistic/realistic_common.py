@@ -1,0 +1,95 @@
+"""Shared bits of the realistic samples: offline settings, one-rank distributed env, timing.
+
+Imported by gpt2_zero2.py, gpt2_fsdp2.py and launch_loop.py (same folder, so it is on
+sys.path[0] whichever way they are started: python3, torchrun or deepspeed).
+"""
+import os
+import socket
+import statistics
+import time
+
+# No network on the GPU machine: transformers / huggingface_hub must never try to reach a hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+# NVLink multicast stays off on the shared GPU hosts.
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def single_rank_env() -> None:
+    """Started with plain python3 (no torchrun / deepspeed launcher): act as rank 0 of 1.
+
+    Without these DeepSpeed would try MPI discovery (mpi4py is on the GPU image).
+    """
+    if "RANK" not in os.environ or "WORLD_SIZE" not in os.environ:
+        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", LOCAL_WORLD_SIZE="1")
+    os.environ.setdefault("LOCAL_RANK", "0")
+    os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+    os.environ.setdefault("MASTER_PORT", str(free_port()))
+
+
+def pick_device(want: str):
+    import torch
+
+    if want == "auto":
+        want = "cuda" if torch.cuda.is_available() else "cpu"
+    if want == "cuda":
+        local = int(os.environ.get("LOCAL_RANK", "0"))
+        torch.cuda.set_device(local)
+        return torch.device("cuda", local)
+    return torch.device("cpu")
+
+
+def sync(device) -> None:
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+class StepTimer:
+    """Wall time per step between device synchronisations; steps < warmup are not kept."""
+
+    def __init__(self, device, warmup: int):
+        self.device, self.warmup, self.times, self.n = device, warmup, [], 0
+        self._t0 = 0.0
+
+    def start(self) -> None:
+        sync(self.device)
+        self._t0 = time.perf_counter()
+
+    def stop(self) -> None:
+        sync(self.device)
+        if self.n >= self.warmup:
+            self.times.append((time.perf_counter() - self._t0) * 1e3)
+        self.n += 1
+
+    def report(self, rank: int = 0) -> None:
+        if rank != 0:
+            return
+        if not self.times:
+            print("median_step_ms nan (no timed step)", flush=True)
+            return
+        t = sorted(self.times)
+        print(f"timed_steps {len(t)} min_step_ms {t[0]:.3f} max_step_ms {t[-1]:.3f}", flush=True)
+        print(f"median_step_ms {statistics.median(t):.3f}", flush=True)
+
+
+def gpt2_config(tiny: bool, seq: int):
+    from transformers import GPT2Config
+
+    if tiny:  # a CPU smoke test of the code path only
+        return GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=max(seq, 64), vocab_size=1024,
+                          bos_token_id=0, eos_token_id=0)
+    cfg = GPT2Config()  # GPT-2 small: 12 layers, 768 wide, 12 heads, 1024 positions, 124M parameters
+    if seq > cfg.n_positions:
+        raise SystemExit(f"--seq {seq} > n_positions {cfg.n_positions}")
+    return cfg
