@@ -26,7 +26,9 @@ NLOHMANN_JSON_SERIALIZE_ENUM(ActionKind, {{ActionKind::kProduce, "produce"},
                                           {ActionKind::kStreamWait, "stream-wait"},
                                           {ActionKind::kStreamSync, "stream-sync"},
                                           {ActionKind::kEventSync, "event-sync"},
-                                          {ActionKind::kDeviceSync, "device-sync"}})
+                                          {ActionKind::kDeviceSync, "device-sync"},
+                                          {ActionKind::kAlloc, "alloc"},
+                                          {ActionKind::kFree, "free"}})
 
 NLOHMANN_JSON_SERIALIZE_ENUM(CollectiveKind, {{CollectiveKind::kAllReduce, "all-reduce"},
                                               {CollectiveKind::kReduceScatter, "reduce-scatter"},
@@ -47,6 +49,8 @@ const char* to_string(ActionKind k) {
     case ActionKind::kStreamSync: return "stream-sync";
     case ActionKind::kEventSync: return "event-sync";
     case ActionKind::kDeviceSync: return "device-sync";
+    case ActionKind::kAlloc: return "alloc";
+    case ActionKind::kFree: return "free";
   }
   return "?";
 }
@@ -90,6 +94,8 @@ bool touches_memory(ActionKind k) { return is_device_op(k) && k != ActionKind::k
 bool is_host_sync(ActionKind k) {
   return k == ActionKind::kStreamSync || k == ActionKind::kEventSync || k == ActionKind::kDeviceSync;
 }
+
+bool is_lifetime(ActionKind k) { return k == ActionKind::kAlloc || k == ActionKind::kFree; }
 
 uint32_t dtype_bytes(const std::string& dtype) {
   if (dtype == "fp32" || dtype == "float32" || dtype == "int32") return 4;
@@ -136,6 +142,23 @@ uint64_t Schedule::cell_bytes() const {
   return g ? g : 1;
 }
 
+std::vector<uint8_t> Schedule::live_at_start() const {
+  std::vector<uint8_t> live(buffers.size(), 1), seen(buffers.size(), 0);
+  for (const auto& a : actions) {
+    if (!is_lifetime(a.kind) || a.buffer >= buffers.size() || seen[a.buffer]) continue;
+    seen[a.buffer] = 1;
+    live[a.buffer] = a.kind != ActionKind::kAlloc;
+  }
+  return live;
+}
+
+std::vector<uint8_t> Schedule::live_at_end() const {
+  std::vector<uint8_t> live = live_at_start();
+  for (const auto& a : actions)
+    if (is_lifetime(a.kind) && a.buffer < buffers.size()) live[a.buffer] = a.kind == ActionKind::kAlloc;
+  return live;
+}
+
 std::vector<std::string> Schedule::validate() const {
   std::vector<std::string> errs;
   if (world < 1) errs.push_back(fmt::format("world size {} is not positive", world));
@@ -152,8 +175,40 @@ std::vector<std::string> Schedule::validate() const {
                                  actions[i].label, what, r.offset, r.end(), buffers[r.buffer].name,
                                  buffers[r.buffer].bytes));
   };
+  std::vector<uint8_t> live = live_at_start();
+  std::vector<size_t> freed_at(buffers.size(), SIZE_MAX);  // the action that last freed a buffer
+  auto check_live = [&](size_t i, const ByteRange& r, const char* what) {
+    if (r.buffer >= buffers.size() || live[r.buffer]) return;
+    if (freed_at[r.buffer] != SIZE_MAX)
+      errs.push_back(fmt::format("action {} ({}): {} range uses buffer {} after its free (action {})", i,
+                                 actions[i].label, what, buffers[r.buffer].name, freed_at[r.buffer]));
+    else
+      errs.push_back(fmt::format("action {} ({}): {} range uses buffer {} before its allocation", i, actions[i].label,
+                                 what, buffers[r.buffer].name));
+  };
   for (size_t i = 0; i < actions.size(); ++i) {
     const auto& a = actions[i];
+    if (is_lifetime(a.kind)) {
+      if (a.buffer >= buffers.size()) {
+        errs.push_back(fmt::format("action {} ({}): {} names buffer {} of {}", i, a.label, to_string(a.kind), a.buffer,
+                                   buffers.size()));
+        continue;
+      }
+      const Buffer& b = buffers[a.buffer];
+      if (b.alloc != "device" && b.alloc != "managed" && b.alloc != "pinned-host")
+        errs.push_back(fmt::format("action {} ({}): {} of buffer {} allocated as \"{}\" (alloc and free actions model "
+                                   "device, managed and pinned-host memory)",
+                                   i, a.label, to_string(a.kind), b.name, b.alloc));
+      if (a.kind == ActionKind::kAlloc && live[a.buffer])
+        errs.push_back(fmt::format("action {} ({}): allocates buffer {}, which is live", i, a.label, b.name));
+      if (a.kind == ActionKind::kFree && !live[a.buffer])
+        errs.push_back(fmt::format("action {} ({}): frees buffer {}, which is not allocated", i, a.label, b.name));
+      live[a.buffer] = a.kind == ActionKind::kAlloc;
+      if (a.kind == ActionKind::kFree) freed_at[a.buffer] = i;
+      continue;
+    }
+    for (const auto& r : a.reads) check_live(i, r, "read");
+    for (const auto& r : a.writes) check_live(i, r, "write");
     bool needs_stream = is_device_op(a.kind) || a.kind == ActionKind::kEventRecord ||
                         a.kind == ActionKind::kStreamWait || a.kind == ActionKind::kStreamSync;
     if (needs_stream && a.stream >= streams.size())
@@ -212,6 +267,9 @@ std::vector<std::string> Schedule::validate() const {
     if (e.range.buffer >= buffers.size() || e.range.end() > buffers[e.range.buffer].bytes)
       errs.push_back(fmt::format("expectation {} ({}) names a range outside its buffer", i, e.label));
     if (e.param >= params.size()) errs.push_back(fmt::format("expectation {} ({}) names no parameter", i, e.label));
+    if (e.range.buffer < buffers.size() && !live[e.range.buffer])
+      errs.push_back(fmt::format("expectation {} ({}) names buffer {}, which is not allocated when the program ends", i,
+                                 e.label, buffers[e.range.buffer].name));
   }
   return errs;
 }
@@ -242,6 +300,7 @@ static void to_json(nlohmann::json& j, const Action& a) {
   j["kind"] = a.kind;
   if (a.stream != kNone) j["stream"] = a.stream;
   if (a.event != kNone) j["event"] = a.event;
+  if (a.buffer != kNone) j["buffer"] = a.buffer;
   j["label"] = a.label;
   if (!a.reads.empty()) j["reads"] = a.reads;
   if (!a.writes.empty()) j["writes"] = a.writes;
@@ -269,6 +328,7 @@ static void from_json(const nlohmann::json& j, Action& a) {
     throw std::runtime_error("unknown action kind \"" + j["kind"].get<std::string>() + "\"");
   a.stream = j.value("stream", kNone);
   a.event = j.value("event", kNone);
+  a.buffer = j.value("buffer", kNone);
   a.label = j.value("label", "");
   a.reads = j.value("reads", std::vector<ByteRange>{});
   a.writes = j.value("writes", std::vector<ByteRange>{});

@@ -76,6 +76,9 @@ enum class ActionKind {
   kStreamSync,  // host waits for everything issued to `stream` so far
   kEventSync,   // host waits for the latest record of `event`
   kDeviceSync,  // host waits for every stream
+  // Allocation lifetimes (host operations naming `buffer`; see Schedule::live_at_start).
+  kAlloc,  // cudaMalloc (or Managed/Host): `buffer` becomes live with undefined contents
+  kFree,   // cudaFree (or FreeHost): the device synchronises first, then `buffer` is dead
 };
 
 enum class CollectiveKind { kAllReduce, kReduceScatter, kAllGather };
@@ -86,11 +89,13 @@ const char* to_string(StreamKind k);
 bool is_device_op(ActionKind k);     // issued onto a stream and occupying it
 bool touches_memory(ActionKind k);   // reads or writes device memory
 bool is_host_sync(ActionKind k);
+bool is_lifetime(ActionKind k);      // kAlloc or kFree
 
 struct Action {
   ActionKind kind = ActionKind::kCompute;
   uint32_t stream = kNone;
   uint32_t event = kNone;
+  uint32_t buffer = kNone;  // kAlloc, kFree
   std::string label;  // what a reader sees in timelines and reports
   std::vector<ByteRange> reads;
   std::vector<ByteRange> writes;
@@ -155,6 +160,15 @@ struct Schedule {
   }
   // The granule every range, buffer and collective chunk is a multiple of.
   uint64_t cell_bytes() const;
+  // Allocation lifetimes. A buffer whose first kAlloc/kFree action is a kAlloc is dead when the
+  // program starts; every other buffer (most have no such action) is live from the start.
+  // kAlloc and kFree of a buffer alternate; no action touches a buffer while it is dead.
+  // A re-allocated buffer has undefined contents; in an emitted trace it gets a new address
+  // (unless the buffer has its own address).
+  std::vector<uint8_t> live_at_start() const;
+  std::vector<uint8_t> live_at_end() const;
+  // Every buffer ends the program as it started (so the program can be repeated step by step).
+  bool lifetimes_balanced() const { return live_at_start() == live_at_end(); }
   // Empty when the schedule is well formed, else one message per problem.
   std::vector<std::string> validate() const;
 };

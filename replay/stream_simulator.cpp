@@ -60,6 +60,8 @@ struct HostStep {
   uint32_t action = 0;
   int32_t issue_stream = -1;  // >= 0: this step issues the next item of that stream
   std::vector<Dep> gate;      // the host waits for these before it moves on
+  uint32_t alloc_buffer = kNone;  // a kAlloc: this buffer gets fresh (poison) contents
+  uint32_t alloc_ordinal = 0;     // which allocation of the program it is (1, 2, ...)
 };
 
 struct Machine {
@@ -83,6 +85,7 @@ struct StreamSimulator::Impl {
   std::vector<int32_t> collective_ordinal;         // per action, -1 if not a collective
   uint32_t ncollectives = 0;
   std::vector<uint8_t> written;  // cells some op writes (for comparison with program order)
+  std::vector<uint8_t> live_at_end;  // per buffer: a freed buffer's last contents are not compared
 
   // Per step: the other ranks' send data per collective, and the program-order result.
   int64_t cached_step = -1;
@@ -121,9 +124,25 @@ struct StreamSimulator::Impl {
         if (issued[st]) g.push_back(tail(st));
       return g;
     };
+    live_at_end = s.live_at_end();
+    uint32_t allocs = 0;
     for (uint32_t ai = 0; ai < s.actions.size(); ++ai) {
       const auto& a = s.actions[ai];
       if (a.kind == ActionKind::kCollective) collective_ordinal[ai] = int32_t(ncollectives++);
+      if (is_lifetime(a.kind)) {
+        // cudaFree synchronises the device before it releases the memory; a (re-)allocation
+        // has undefined contents. validate() guarantees that no op touches a dead buffer, so
+        // nothing in flight can see either.
+        HostStep h;
+        h.action = ai;
+        if (a.kind == ActionKind::kFree) h.gate = all_streams_gate();
+        if (a.kind == ActionKind::kAlloc) {
+          h.alloc_buffer = a.buffer;
+          h.alloc_ordinal = ++allocs;
+        }
+        host.push_back(std::move(h));
+        continue;
+      }
       if (is_host_sync(a.kind)) {
         HostStep h;
         h.action = ai;
@@ -175,7 +194,15 @@ struct StreamSimulator::Impl {
     }
   }
 
-  uint64_t poison(uint64_t cell, uint32_t step) const { return 0xBAD0'0000'0000ull | (mix64(cell * 131 + step) & 0xFFFFFFFF); }
+  uint64_t poison(uint64_t cell, uint32_t step, uint32_t alloc_ordinal = 0) const {
+    return 0xBAD0'0000'0000ull | (mix64(cell * 131 + step + uint64_t(alloc_ordinal) * 0x9e3779b97f4a7c15ull) & 0xFFFFFFFF);
+  }
+  // The host's own effect when it passes a step: a (re-)allocation gets new poison contents.
+  void host_effect(const HostStep& h, std::vector<uint64_t>& mem, uint32_t step) const {
+    if (h.alloc_buffer == kNone) return;
+    const uint64_t base = buffer_cell_base[h.alloc_buffer];
+    for (uint64_t c = base; c < base + s.buffers[h.alloc_buffer].bytes / cb; ++c) mem[c] = poison(c, step, h.alloc_ordinal);
+  }
 
   Machine fresh(uint32_t step) const {
     Machine m;
@@ -292,6 +319,7 @@ struct StreamSimulator::Impl {
     contrib.assign(ncollectives, std::vector<std::vector<uint64_t>>(size_t(world)));
     std::vector<uint32_t> next(s.streams.size(), 0);
     for (const auto& h : host) {
+      for (auto& mem : mems) host_effect(h, mem, step);
       if (h.issue_stream < 0) continue;
       const Item& it = items[size_t(h.issue_stream)][next[size_t(h.issue_stream)]++];
       if (!it.memory) continue;
@@ -327,6 +355,7 @@ struct StreamSimulator::Impl {
       }
     } else {
       for (uint32_t b = 0; b < s.buffers.size(); ++b) {
+        if (!live_at_end[b]) continue;
         for (uint64_t c = buffer_cell_base[b]; c < buffer_cell_base[b] + s.buffers[b].bytes / cb; ++c) {
           if (!written[c] || m.mem[c] == reference_mem[c]) continue;
           uint64_t off = (c - buffer_cell_base[b]) * cb;
@@ -339,11 +368,12 @@ struct StreamSimulator::Impl {
 
   // Host steps and marker items (no memory effect) never need to be interleaved: taking them
   // as early as possible only enables more behaviour.
-  void advance_eager(Machine& m, std::vector<SimTransition>* order) const {
+  void advance_eager(Machine& m, std::vector<SimTransition>* order, uint32_t step) const {
     bool moved = true;
     while (moved) {
       moved = false;
       while (m.host_pc < host.size() && gate_open(m, host[m.host_pc])) {
+        host_effect(host[m.host_pc], m.mem, step);
         ++m.host_pc;
         moved = true;
       }
@@ -435,7 +465,7 @@ struct StreamSimulator::Impl {
     // Take independent transitions eagerly (partial-order reduction), then branch.
     std::vector<SimTransition> cand;
     for (;;) {
-      advance_eager(m, nullptr);
+      advance_eager(m, nullptr, step);
       enabled(m, cand);
       bool took = false;
       if (!lim.partial_order_reduction) break;
@@ -512,7 +542,7 @@ struct StreamSimulator::Impl {
     std::shuffle(prio.begin(), prio.end(), rng);
     std::vector<SimTransition> cand;
     for (;;) {
-      advance_eager(m, order);
+      advance_eager(m, order, opt.step);
       enabled(m, cand);
       if (cand.empty()) break;
       size_t pick = 0;
@@ -600,6 +630,7 @@ struct StreamSimulator::Impl {
       if (kind == 0) {
         const HostStep& h = host[m.host_pc];
         host_t = best;
+        host_effect(h, m.mem, opt.step);
         if (h.issue_stream >= 0) {
           issue_t[size_t(h.issue_stream)][issued(m, uint32_t(h.issue_stream))] = host_t;
           host_t += opt.launch_ns;

@@ -63,14 +63,18 @@ const char* kernel_name(const Action& a) {
 
 namespace {
 
-// Every buffer's address: its own when lifted, else the next 64 KiB-aligned synthetic one.
-std::vector<uint64_t> emitted_addresses(const Schedule& s) {
+uint64_t synthetic_span(const Buffer& b) { return (b.bytes + 0xFFFF) & ~uint64_t(0xFFFF); }
+
+// Every buffer's (first) address: its own when lifted, else the next 64 KiB-aligned synthetic
+// one. `next` gets the first synthetic address after them.
+std::vector<uint64_t> emitted_addresses(const Schedule& s, uint64_t* next_out = nullptr) {
   std::vector<uint64_t> out(s.buffers.size());
   uint64_t next = kSyntheticBase;
   for (size_t i = 0; i < s.buffers.size(); ++i) {
     out[i] = s.buffers[i].address ? s.buffers[i].address : next;
-    if (!s.buffers[i].address) next += (s.buffers[i].bytes + 0xFFFF) & ~uint64_t(0xFFFF);
+    if (!s.buffers[i].address) next += synthetic_span(s.buffers[i]);
   }
+  if (next_out) *next_out = next;
   return out;
 }
 
@@ -95,9 +99,19 @@ EmitResult emit_trace(const Schedule& s, const std::string& path, const EmitOpti
   res.path = path;
   res.seq_of_action.assign(s.actions.size(), 0);
 
-  const std::vector<uint64_t> addr = emitted_addresses(s);
+  const uint32_t nsteps = std::max<uint32_t>(1, opts.steps);
+  if (nsteps > 1 && !s.lifetimes_balanced())
+    throw std::invalid_argument("schedule is not repeatable: some buffer is not allocated at its end as at its start");
+  // addr: each buffer's address in its current lifetime. A buffer allocated again after a free
+  // gets the next synthetic address, as a bump allocator would (one with its own address in
+  // the schedule keeps it); its first allocation gets its first address.
+  uint64_t next_synthetic = 0;
+  std::vector<uint64_t> addr = emitted_addresses(s, &next_synthetic);
+  std::vector<uint8_t> was_freed(s.buffers.size(), 0);
+  const std::vector<uint8_t> live_at_start = s.live_at_start();
   for (uint32_t i = 0; i < s.buffers.size(); ++i) {
-    if (s.buffers[i].alloc != "external") b.alloc(s.buffers[i].bytes, alloc_kind(s.buffers[i].alloc), 0, 0, addr[i]);
+    if (s.buffers[i].alloc != "external" && live_at_start[i])
+      b.alloc(s.buffers[i].bytes, alloc_kind(s.buffers[i].alloc), 0, 0, addr[i]);
   }
   for (const auto& st : s.streams) {
     if (st.kind == StreamKind::kLegacyDefault) {
@@ -121,7 +135,7 @@ EmitResult emit_trace(const Schedule& s, const std::string& path, const EmitOpti
 
   // Stack ids, interned in the first step and reused by the others.
   std::vector<uint32_t> stack_of_action(s.actions.size(), 0);
-  for (uint32_t step = 0; step < std::max<uint32_t>(1, opts.steps); ++step) {
+  for (uint32_t step = 0; step < nsteps; ++step) {
     for (uint32_t i = 0; i < s.actions.size(); ++i) {
       const Action& a = s.actions[i];
       if (step == 0 && !a.stack.empty()) {
@@ -202,12 +216,24 @@ EmitResult emit_trace(const Schedule& s, const std::string& path, const EmitOpti
             b.device_synchronize(0);
           }
           break;
+        case ActionKind::kAlloc:
+          if (was_freed[a.buffer] && !s.buffers[a.buffer].address) {
+            addr[a.buffer] = next_synthetic;
+            next_synthetic += synthetic_span(s.buffers[a.buffer]);
+          }
+          b.alloc(s.buffers[a.buffer].bytes, alloc_kind(s.buffers[a.buffer].alloc), 0, 0, addr[a.buffer]);
+          break;
+        case ActionKind::kFree:
+          b.free(addr[a.buffer], alloc_kind(s.buffers[a.buffer].alloc));
+          was_freed[a.buffer] = 1;
+          break;
       }
     }
   }
   b.at(0);
+  const std::vector<uint8_t> live_at_end = s.live_at_end();
   for (uint32_t i = 0; i < s.buffers.size(); ++i)
-    if (s.buffers[i].alloc != "external" && std::find(freed.begin(), freed.end(), addr[i]) == freed.end())
+    if (s.buffers[i].alloc != "external" && live_at_end[i] && std::find(freed.begin(), freed.end(), addr[i]) == freed.end())
       b.free(addr[i], alloc_kind(s.buffers[i].alloc));
   res.calls = b.next_seq();
   b.finish();

@@ -27,7 +27,8 @@ struct EmitResult {
   uint64_t calls = 0;                   // call records written (seqs 0 .. calls - 1)
 };
 
-// The base address a buffer gets in the trace (its own address when lifted).
+// The base address a buffer gets in the trace (its own address when lifted); a buffer that
+// the schedule frees and allocates again gets a new one for every later allocation.
 uint64_t emitted_address(const Schedule& s, uint32_t buffer);
 
 EmitResult emit_trace(const Schedule& s, const std::string& path, const EmitOptions& opts = {});

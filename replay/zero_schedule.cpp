@@ -117,6 +117,8 @@ ZeroConfig synthetic_training_config(int allocations, uint64_t seed) {
   c.weights = true;
   c.side_streams = 5;
   c.side_seed = seed;
+  c.churn = 64;
+  c.event_pool = 64;
   return c;
 }
 
@@ -190,19 +192,40 @@ class ScheduleWriter {
   }
   uint32_t record(uint32_t stream, std::string event_name, std::vector<Site> stack) {
     uint32_t e = s_.add_event(std::move(event_name));
-    auto& a = device(ActionKind::kEventRecord, stream, "record " + s_.events[e], std::move(stack));
-    a.event = e;
+    record_again(stream, e, std::move(stack));
     return e;
   }
-  void wait(uint32_t stream, uint32_t event, std::vector<Site> stack) {
-    auto& a = device(ActionKind::kStreamWait, stream, s_.streams[stream].name + " waits on " + s_.events[event],
+  // A record of an existing event (a reused one).
+  void record_again(uint32_t stream, uint32_t e, std::vector<Site> stack, const std::string& what = "") {
+    auto& a = device(ActionKind::kEventRecord, stream, "record " + (what.empty() ? s_.events[e] : what + " on " + s_.events[e]),
+                     std::move(stack));
+    a.event = e;
+  }
+  void wait(uint32_t stream, uint32_t event, std::vector<Site> stack, const std::string& what = "") {
+    auto& a = device(ActionKind::kStreamWait, stream,
+                     s_.streams[stream].name + " waits on " + (what.empty() ? s_.events[event] : what + " on " + s_.events[event]),
                      std::move(stack));
     a.event = event;
   }
-  // stream `waiter`.wait_stream(`on`): an event recorded on `on`, waited on by `waiter`.
+  // stream `waiter`.wait_stream(`on`): an event recorded on `on`, waited on by `waiter` (an
+  // event of the pool when there is one).
   void wait_stream(uint32_t waiter, uint32_t on, const std::string& name, const std::vector<Site>& stack) {
-    uint32_t e = record(on, name, stack);
-    wait(waiter, e, stack);
+    if (pool_.empty()) {
+      uint32_t e = record(on, name, stack);
+      wait(waiter, e, stack);
+      return;
+    }
+    const uint32_t e = pool_[next_pooled_++ % pool_.size()];
+    record_again(on, e, stack, name);
+    wait(waiter, e, stack, name);
+  }
+  void set_event_pool(int n) {
+    for (int i = 0; i < n; ++i) pool_.push_back(s_.add_event(fmt::format("event_pool[{}]", i)));
+  }
+  void host_lifetime(ActionKind kind, uint32_t buffer, std::vector<Site> stack) {
+    auto& a = device(kind, kNone, fmt::format("{} {}", kind == ActionKind::kFree ? "free" : "allocate", s_.buffers[buffer].name),
+                     std::move(stack));
+    a.buffer = buffer;
   }
   void host(ActionKind kind, uint32_t stream, uint32_t event, std::string label, std::vector<Site> stack) {
     device(kind, stream, std::move(label), std::move(stack)).event = event;
@@ -212,6 +235,8 @@ class ScheduleWriter {
  private:
   Schedule& s_;
   int flush_ = -1;
+  std::vector<uint32_t> pool_;
+  size_t next_pooled_ = 0;
 };
 
 void check_common(const ZeroConfig& cfg) {
@@ -237,6 +262,9 @@ void check_common(const ZeroConfig& cfg) {
     throw std::invalid_argument("unknown dtype \"" + cfg.dtype + "\" (use fp16, bf16 or fp32)");
   if (cfg.side_streams < 0 || cfg.side_streams > 64)
     throw std::invalid_argument(fmt::format("{} side streams is outside 0..64", cfg.side_streams));
+  if (cfg.churn < 0) throw std::invalid_argument(fmt::format("churn {} is negative", cfg.churn));
+  if (cfg.event_pool < 0 || cfg.event_pool > 1 << 20)
+    throw std::invalid_argument(fmt::format("an event pool of {} is outside 0..{}", cfg.event_pool, 1 << 20));
 }
 
 void fill_common(const ZeroConfig& cfg, Schedule& s) {
@@ -261,6 +289,8 @@ void fill_common(const ZeroConfig& cfg, Schedule& s) {
     if (cfg.nccl_stream) s.meta["nccl_stream"] = "true";
     if (cfg.weights) s.meta["weights"] = "true";
     if (cfg.side_streams) s.meta["side_streams"] = fmt::format("{} (seed {})", cfg.side_streams, cfg.side_seed);
+    if (cfg.churn) s.meta["churn"] = fmt::format("1 in {} (seed {})", cfg.churn, cfg.side_seed);
+    if (cfg.event_pool) s.meta["event_pool"] = std::to_string(cfg.event_pool);
   }
 }
 
@@ -297,6 +327,11 @@ Schedule make_stage12(const ZeroConfig& cfg) {
   ScheduleWriter w(s);
   const uint32_t C = s.add_stream("compute", StreamKind::kLegacyDefault);
   const uint32_t R = s.add_stream("reduction", StreamKind::kNonBlocking);
+  w.set_event_pool(cfg.event_pool);
+  // With a pool, the event fix records one event per ipg_buffer again and again.
+  std::optional<uint32_t> ipg_fixed[2];
+  if (cfg.event_pool && cfg.fix == ZeroFix::kEvent)
+    for (int b = 0; b < 2; ++b) ipg_fixed[b] = s.add_event(fmt::format("ipg_event[{}]", b));
   const uint32_t N = cfg.nccl_stream ? s.add_stream("nccl", StreamKind::kNonBlocking) : R;
   std::vector<uint32_t> sides;
   for (int i = 0; i < cfg.side_streams; ++i) sides.push_back(s.add_stream(fmt::format("side[{}]", i), StreamKind::kNonBlocking));
@@ -415,8 +450,12 @@ Schedule make_stage12(const ZeroConfig& cfg) {
              site("reduce_ipg_grads", 1380));
     if (!epilogue) {
       const auto hook = [&](uint32_t line) { return hook_stack(Site{kStage12File, "reduce_independent_p_g_buckets_and_remove_grads", line}); };
-      if (cfg.fix == ZeroFix::kEvent)  // the seed's patch: event on R for this buffer
+      if (cfg.fix == ZeroFix::kEvent && ipg_fixed[ipg_index]) {  // the seed's patch: event on R for this buffer
+        w.record_again(R, *ipg_fixed[ipg_index], hook(935), fmt::format("bucket {}", k));
+        ipg_events[ipg_index] = *ipg_fixed[ipg_index];
+      } else if (cfg.fix == ZeroFix::kEvent) {
         ipg_events[ipg_index] = w.record(R, fmt::format("ipg_event[{}] (bucket {})", ipg_index, k), hook(935));
+      }
       ipg_index = 1 - ipg_index;
       if (cfg.fix == ZeroFix::kEvent && ipg_events[ipg_index]) w.wait(C, *ipg_events[ipg_index], hook(943));
     }
@@ -436,6 +475,14 @@ Schedule make_stage12(const ZeroConfig& cfg) {
     m.writes = {ByteRange{target, 0, std::min<uint64_t>(4096, s.buffers[target].bytes)}};
     w.wait_stream(C, side, "side_done", side_stack);
   };
+  const std::vector<Site> churn_stack{{"torch/cuda/memory.py", "empty_cache", 192}, {"train.py", "train", 150}};
+  auto churn = [&]() {
+    if (rng() % uint64_t(cfg.churn)) return;
+    const size_t pick = rng() % (n * (cfg.weights ? 2 : 1));
+    const uint32_t target = pick < n ? grad[pick] : weight[pick - n];
+    w.host_lifetime(ActionKind::kFree, target, churn_stack);
+    w.host_lifetime(ActionKind::kAlloc, target, churn_stack);
+  };
 
   for (size_t i = n; i-- > 0;) {
     auto& a = w.device(ActionKind::kProduce, C, fmt::format("backward writes grad[p{}]", i), backward_stack());
@@ -448,6 +495,7 @@ Schedule make_stage12(const ZeroConfig& cfg) {
            hook_stack(Site{kStage12File, "reduce_independent_p_g_buckets_and_remove_grads", 950}));
     bucket.add(i, cfg.param_elements[i]);
     if (!sides.empty()) side_traffic();
+    if (cfg.churn) churn();
   }
   if (bucket.elements) flush(true);
   const std::vector<Site> epi{{kStage12File, "overlapping_partition_gradients_reduce_epilogue", 760}};

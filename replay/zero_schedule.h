@@ -76,6 +76,15 @@ struct ZeroConfig {
   // waits on it (ordered both ways: it adds work, not races).
   int side_streams = 0;
   uint64_t side_seed = 1;
+  // Allocation churn (seeded by side_seed): after each gradient copy into the bucket (and its
+  // side traffic), one time in `churn` the host frees a random gradient or weight buffer and
+  // allocates it again (kFree, kAlloc: cudaFree synchronises the device; the new allocation
+  // gets the same address and undefined contents). 0: none.
+  int churn = 0;
+  // Events of the wait_stream pairs (record, then wait) come from a pool of this many used
+  // round robin, and the event fix records two events (one per ipg_buffer) again and again,
+  // as a program that creates its events once does. 0: a new event for every record.
+  int event_pool = 0;
 };
 
 // Named model sizes: "tiny" (exhaustive-search size), "small", "seed" (the seed issue's 16
@@ -91,8 +100,9 @@ std::vector<std::string> zero_preset_names();
 ZeroConfig synthetic_bucket_config(ZeroFix fix, int rank);
 // - the analyzer benchmark's training shape (bench/analyzer_throughput.sh): `allocations / 2`
 //   parameters with a 64 KiB gradient and a 64 KiB weight each, 8 MiB buckets, 8 ranks (this
-//   is rank 0), the seed's event fix, collectives on the NCCL stream and side traffic on 5
-//   more streams (8 streams in all). Repeating its step gives the trace any length.
+//   is rank 0), the seed's event fix, collectives on the NCCL stream, side traffic on 5
+//   more streams (8 streams in all), allocation churn one time in 64 and a 64-event pool.
+//   Repeating its step gives the trace any length.
 ZeroConfig synthetic_training_config(int allocations, uint64_t seed);
 
 // Builds the schedule; throws std::invalid_argument naming the bad parameter.

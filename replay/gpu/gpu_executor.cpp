@@ -169,10 +169,16 @@ int main(int argc, char** argv) {
   ncclComm_t comm;
   NCCL_OK(ncclCommInitRank(&comm, a.world, id, a.rank));
 
-  // Memory: float32 per element.
+  if (a.warmup + a.steps > 1 && !s.lifetimes_balanced())
+    usage("the schedule cannot be repeated: some buffer is not allocated at its end as at its start");
+
+  // Memory: float32 per element. A buffer the program allocates itself (a kAlloc action before
+  // any free) is allocated at that action; the others now, for every step.
+  const std::vector<uint8_t> live_at_start = s.live_at_start();
+  auto alloc_bytes = [&](size_t i) { return std::max<uint64_t>(1, s.buffers[i].bytes / es) * sizeof(float); };
   std::vector<float*> buf(s.buffers.size(), nullptr);
   for (size_t i = 0; i < s.buffers.size(); ++i)
-    CUDA_OK(cudaMalloc(&buf[i], std::max<uint64_t>(1, s.buffers[i].bytes / es) * sizeof(float)));
+    if (live_at_start[i]) CUDA_OK(cudaMalloc(&buf[i], alloc_bytes(i)));
   auto at = [&](const ByteRange& r) { return buf[r.buffer] + r.offset / es; };
   auto count = [&](const ByteRange& r) { return r.bytes / es; };
 
@@ -185,6 +191,10 @@ int main(int argc, char** argv) {
   }
   std::vector<cudaEvent_t> events(s.events.size());
   for (auto& e : events) CUDA_OK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  // Poisons a fresh allocation: a private non-blocking stream and a host wait for just that
+  // memset, so that it orders nothing between the program's streams.
+  cudaStream_t poison_stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&poison_stream, cudaStreamNonBlocking));
 
   // Timing events around every device op (they order nothing: records never make a stream wait).
   std::vector<std::pair<cudaEvent_t, cudaEvent_t>> timing(s.actions.size(), {nullptr, nullptr});
@@ -212,7 +222,7 @@ int main(int argc, char** argv) {
     const uint32_t step = it;
     // Poison every buffer so that a read of stale or unwritten data shows up.
     for (size_t i = 0; i < buf.size(); ++i)
-      CUDA_OK(cudaMemset(buf[i], 0xFF, std::max<uint64_t>(1, s.buffers[i].bytes / es) * sizeof(float)));
+      if (buf[i]) CUDA_OK(cudaMemset(buf[i], 0xFF, alloc_bytes(i)));
     CUDA_OK(cudaDeviceSynchronize());
     if (a.world > 1) {
       NCCL_OK(ncclAllReduce(barrier_buf, barrier_buf, 1, ncclFloat, ncclSum, comm, cudaStreamLegacy));
@@ -274,6 +284,15 @@ int main(int argc, char** argv) {
           break;
         case ActionKind::kDeviceSync:
           CUDA_OK(cudaDeviceSynchronize());
+          break;
+        case ActionKind::kAlloc:
+          CUDA_OK(cudaMalloc(&buf[x.buffer], alloc_bytes(x.buffer)));
+          CUDA_OK(cudaMemsetAsync(buf[x.buffer], 0xFF, alloc_bytes(x.buffer), poison_stream));
+          CUDA_OK(cudaStreamSynchronize(poison_stream));
+          break;
+        case ActionKind::kFree:  // cudaFree synchronises the device first, as the program's would
+          CUDA_OK(cudaFree(buf[x.buffer]));
+          buf[x.buffer] = nullptr;
           break;
       }
       if (timing[i].second) CUDA_OK(cudaEventRecord(timing[i].second, st));
