@@ -13,7 +13,7 @@
 #   floor_domains   an empty CUPTI subscriber (bench/cupti_floor) with the runtime and driver
 #                   API domains enabled, through CUDA_INJECTION64_PATH
 #   floor_cbids     the empty subscriber with only the callback ids the tracer enables
-#                   (read from tracer/cuda_call_handler.cpp; FLOOR_CBIDS overrides)
+#                   (read from tracer/cuda_call_table.cpp; FLOOR_CBIDS overrides)
 #
 #   bash bench/realistic_overhead.sh            # on the GPU machine, from the repo root
 #
@@ -107,9 +107,9 @@ CBID_FILE="$W/floor_cbids.txt"
 if [[ -n "${FLOOR_CBIDS:-}" ]]; then
     if [[ "$FLOOR_CBIDS" == @* ]]; then cp "${FLOOR_CBIDS#@}" "$CBID_FILE"; else echo "$FLOOR_CBIDS" > "$CBID_FILE"; fi
 else
-    # The tracer's own tables: RT/RTP(cbid, ...) are runtime ids, DR/DRP(cbid, ...) driver ids.
-    sed -nE 's/^[[:space:]]*RTP?\(([A-Za-z0-9_]+),.*/runtime:\1/p; s/^[[:space:]]*DRP?\(([A-Za-z0-9_]+),.*/driver:\1/p' \
-        tracer/cuda_call_handler.cpp > "$CBID_FILE"
+    # The tracer's call table: SR_RT(cbid, ...) rows are runtime ids, SR_DR(cbid, ...) driver ids.
+    sed -nE 's/^[[:space:]]*SR_RT\(([A-Za-z0-9_]+),.*/runtime:\1/p; s/^[[:space:]]*SR_DR\(([A-Za-z0-9_]+),.*/driver:\1/p' \
+        tracer/cuda_call_table.cpp > "$CBID_FILE"
 fi
 N_CBIDS=$(grep -c . "$CBID_FILE" || true)
 [[ "$N_CBIDS" -gt 0 ]] || { note "no callback ids for floor_cbids: it is skipped"; CONFIGS=${CONFIGS//floor_cbids/}; }
