@@ -355,7 +355,7 @@ void write_overlap_text(std::ostream& out, const std::vector<RankOverlap>& ranks
     };
     out << fmt::format("rank {} ({})\n", r.rank, r.trace);
     if (r.timed_ops == 0) {
-      out << "  no device timestamps in this trace: record it with the tracer's activity timing on\n";
+      out << "  no device timestamps in this trace: record it with `streamrace run --timing` (STREAMRACE_TIMING=1)\n";
       continue;
     }
     out << fmt::format("  {} collectives, {} of collective time, {} of it overlapped with compute on other streams\n",

@@ -34,6 +34,7 @@ struct RunArgs {
   int error_exitcode = kExitRaces;
   bool keep_going = false;
   bool no_color = false;
+  bool timing = false;  // --timing: device timestamps
   bool precise_requested = false;  // --precise[=all|auto|REGEX] was given
   std::string precise;
   std::string precise_from;  // --precise=auto: the earlier run's traces (default: the -o directory)
@@ -242,6 +243,7 @@ int run_traced(const RunArgs& a) {
       setenv("STREAMRACE_PRECISE", precise.env.c_str(), 1);
     }
     setenv("STREAMRACE_OUT", dir.c_str(), 1);
+    if (a.timing) setenv("STREAMRACE_TIMING", "1", 1);
     execvp(argv[0], argv.data());
     std::fprintf(stderr, "streamrace run: cannot run %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
@@ -310,6 +312,9 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
       ->capture_default_str();
   sub->add_flag("--keep-going", args->keep_going, "Skip traces that cannot be read instead of failing");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
+  sub->add_flag("--timing", args->timing,
+                "Also record device timestamps (CUPTI activity records) for `streamrace overlap` and the "
+                "report timelines; costs about as much again as the rest of the tracer (STREAMRACE_TIMING=1)");
   auto* precise = sub->add_option("--precise", args->precise,
                                   "Exact kernel byte ranges through the Compute Sanitizer API: all, auto, or a "
                                   "kernel-name regex (needs a streamrace built with STREAMRACE_BUILD_PRECISE)")
