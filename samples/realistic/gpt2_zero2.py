@@ -18,17 +18,12 @@ import realistic_common as rc
 
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--steps", type=int, default=60, help="timed steps (default 60)")
-    p.add_argument("--warmup", type=int, default=10, help="untimed steps first (default 10)")
-    p.add_argument("--batch", type=int, default=8, help="micro-batch per rank (default 8)")
-    p.add_argument("--seq", type=int, default=1024, help="tokens per sample (default 1024)")
+    rc.add_job_args(p)
     p.add_argument("--bucket", type=float, default=5e7,
                    help="reduce_bucket_size and allgather_bucket_size in elements (default 5e7)")
     p.add_argument("--no-overlap", action="store_true", help="overlap_comm false (default true)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                    help="cpu: a smoke test with DS_ACCELERATOR=cpu and gloo")
-    p.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide model (smoke test)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--local_rank", "--local-rank", type=int, default=None, help=argparse.SUPPRESS)  # deepspeed launcher
     a = p.parse_args(argv)
     if a.steps < 1 or a.warmup < 0:

@@ -93,3 +93,13 @@ def gpt2_config(tiny: bool, seq: int):
     if seq > cfg.n_positions:
         raise SystemExit(f"--seq {seq} > n_positions {cfg.n_positions}")
     return cfg
+
+
+def add_job_args(p) -> None:
+    """The options every GPT-2 job takes (steps, warm-up, batch shape, device, size, seed)."""
+    p.add_argument("--steps", type=int, default=60, help="timed steps (default 60)")
+    p.add_argument("--warmup", type=int, default=10, help="untimed steps first (default 10)")
+    p.add_argument("--batch", type=int, default=8, help="micro-batch per rank (default 8)")
+    p.add_argument("--seq", type=int, default=1024, help="tokens per sample (default 1024)")
+    p.add_argument("--tiny", action="store_true", help="a 2-layer 64-wide model (smoke test)")
+    p.add_argument("--seed", type=int, default=0)
