@@ -1,6 +1,8 @@
 // Trace file encoding: header, chunk framing, checksums, zstd, salvage of truncated files.
 #include "traceformat/trace_file.h"
 
+#include "traceformat/input_file.h"
+
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -266,12 +268,18 @@ void TraceWriter::close() {
 // TraceReader
 
 TraceReader::TraceReader(const std::string& path) : path_(path) {
-  struct stat st{};
-  if (::stat(path.c_str(), &st) != 0) throw TraceError(path + ": cannot open: " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) throw TraceError(path + ": is a directory, not a trace file");
-  file_ = std::fopen(path.c_str(), "rb");
-  if (!file_) throw TraceError(path + ": cannot open: " + std::strerror(errno));
-  file_size_ = uint64_t(st.st_size);
+  int fd = -1;
+  try {
+    fd = open_input_file(path, file_size_);
+  } catch (const InputFileError& e) {
+    throw TraceError(e.what());
+  }
+  file_ = ::fdopen(fd, "rb");
+  if (!file_) {
+    int err = errno;
+    ::close(fd);
+    throw TraceError(path + ": cannot open: " + std::strerror(err));
+  }
   try {
     read_header();
   } catch (...) {
@@ -305,8 +313,12 @@ void TraceReader::read_header() {
   if (f.major != kVersionMajor)
     fail(8, "unsupported trace format version " + std::to_string(f.major) + "." + std::to_string(f.minor) +
                 " (this build reads " + std::to_string(kVersionMajor) + ".x)");
-  if (f.body_size > kMaxHeaderBytes || f.body_size > file_size_)
-    fail(12, "header size " + std::to_string(f.body_size) + " is not plausible");
+  if (f.body_size > kMaxHeaderBytes)
+    fail(12, "header size " + std::to_string(f.body_size) + " exceeds the format's limit of " +
+                 std::to_string(kMaxHeaderBytes));
+  if (sizeof(f) + uint64_t(f.body_size) + 4 > file_size_)
+    fail(file_size_, "file ends inside the header (its " + std::to_string(sizeof(f) + f.body_size + 4) +
+                         " bytes; the file has " + std::to_string(file_size_) + ")");
   std::vector<uint8_t> body(f.body_size);
   uint32_t crc = 0;
   if (read_at_most(body.data(), body.size()) != body.size() || read_at_most(&crc, 4) != 4)
@@ -380,6 +392,14 @@ bool TraceReader::next_chunk(const std::function<void(const RecordView&)>& fn) {
   if (h.stored_size > kMaxChunkBytes || h.raw_size > kMaxChunkBytes)
     fail(chunk_at, "chunk size " + std::to_string(h.stored_size) + "/" + std::to_string(h.raw_size) +
                        " exceeds the format's limit");
+  if ((h.flags & kChunkZstd) && uint64_t(h.raw_size) > uint64_t(kMaxCompressionRatio) * h.stored_size)
+    fail(chunk_at, "chunk raw size " + std::to_string(h.raw_size) + " is more than " +
+                       std::to_string(kMaxCompressionRatio) + " times its stored size " + std::to_string(h.stored_size) +
+                       " (the format's limit)");
+  if (h.records > h.raw_size / sizeof(RecordPrefix))
+    fail(chunk_at, "chunk record count " + std::to_string(h.records) + " exceeds what its " +
+                       std::to_string(h.raw_size) + " bytes can hold (" + std::to_string(h.raw_size / sizeof(RecordPrefix)) +
+                       ")");
   if (chunk_at + sizeof(h) + h.stored_size > file_size_) return truncated();
   stored_.resize(h.stored_size);
   if (read_at_most(stored_.data(), h.stored_size) != h.stored_size) return truncated();
