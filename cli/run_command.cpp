@@ -19,6 +19,7 @@
 
 #include "analyzer/analyzer.h"
 #include "cli/command_registry.h"
+#include "report/output_file.h"
 #include "report/text_report.h"
 #include "traceformat/trace_file.h"
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
@@ -34,6 +35,7 @@ struct RunArgs {
   int error_exitcode = kExitRaces;
   bool keep_going = false;
   bool no_color = false;
+  bool force_output = false;  // -o may be a symbolic link to a directory
   bool precise_requested = false;  // --precise[=all|auto|REGEX] was given
   std::string precise;
   std::string precise_from;  // --precise=auto: the earlier run's traces (default: the -o directory)
@@ -161,14 +163,15 @@ PreciseSetting resolve_precise(const RunArgs& a, const std::set<std::string>& ea
     return out;
   }
   const std::string list = dir + "/precise-kernels.txt";
-  FILE* f = std::fopen(list.c_str(), "w");
-  if (f == nullptr) {
-    std::cerr << "streamrace run: cannot write " << list << ": " << std::strerror(errno) << "\n";
+  std::string text;
+  for (const auto& k : kernels) text += k + "\n";
+  try {
+    report::write_output_file(list, text);
+  } catch (const report::OutputError& e) {
+    std::cerr << "streamrace run: error: " << e.what() << "\n";
     out.exit_status = kExitBadInput;
     return out;
   }
-  for (const auto& k : kernels) std::fprintf(f, "%s\n", k.c_str());
-  std::fclose(f);
   std::cerr << "streamrace run: --precise=auto: patching the " << kernels.size() << " kernel"
             << (kernels.size() == 1 ? "" : "s") << " named in possible findings of " << from << " (" << list << ")\n";
   out.env = "names:" + list;
@@ -188,6 +191,14 @@ int run_traced(const RunArgs& a) {
   if (lib.empty()) {
     std::cerr << "streamrace run: libstreamrace.so not found next to the streamrace binary (../lib); "
                  "set STREAMRACE_LIB\n";
+    return kExitBadInput;
+  }
+  try {
+    report::OutputOptions oo;
+    oo.follow_symlink = a.force_output;
+    report::check_output_directory(a.out_dir, oo);
+  } catch (const report::OutputError& e) {
+    std::cerr << "streamrace run: error: -o " << e.what() << "\n";
     return kExitBadInput;
   }
   if (!make_dirs(a.out_dir)) {
@@ -310,6 +321,8 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
       ->capture_default_str();
   sub->add_flag("--keep-going", args->keep_going, "Skip traces that cannot be read instead of failing");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
+  sub->add_flag("--force-output", args->force_output,
+                "Write traces into an --output-dir that is a symbolic link (refused by default)");
   auto* precise = sub->add_option("--precise", args->precise,
                                   "Exact kernel byte ranges through the Compute Sanitizer API: all, auto, or a "
                                   "kernel-name regex (needs a streamrace built with STREAMRACE_BUILD_PRECISE)")
