@@ -187,18 +187,18 @@ int run_traced(const RunArgs& a) {
     std::cerr << "streamrace run: no command given (streamrace run [options] -- cmd args...)\n";
     return kExitBadInput;
   }
-  std::string lib = find_tracer_library();
-  if (lib.empty()) {
-    std::cerr << "streamrace run: libstreamrace.so not found next to the streamrace binary (../lib); "
-                 "set STREAMRACE_LIB\n";
-    return kExitBadInput;
-  }
   try {
     report::OutputOptions oo;
     oo.follow_symlink = a.force_output;
     report::check_output_directory(a.out_dir, oo);
   } catch (const report::OutputError& e) {
     std::cerr << "streamrace run: error: -o " << e.what() << "\n";
+    return kExitBadInput;
+  }
+  std::string lib = find_tracer_library();
+  if (lib.empty()) {
+    std::cerr << "streamrace run: libstreamrace.so not found next to the streamrace binary (../lib); "
+                 "set STREAMRACE_LIB\n";
     return kExitBadInput;
   }
   if (!make_dirs(a.out_dir)) {
