@@ -6,6 +6,7 @@
 #include <map>
 
 #include "analyzer/trace_analysis.h"
+#include "traceformat/input_file.h"
 #include "traceformat/trace_file.h"
 
 namespace streamrace::analysis {
@@ -66,11 +67,19 @@ std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inp
   for (const auto& in : inputs) {
     std::error_code ec;
     auto st = fs::status(in, ec);
-    if (ec || !fs::exists(st)) throw trace::TraceError(in + ": no such file or directory");
+    if (ec || !fs::exists(st))
+      throw trace::TraceError(in + ": " + trace::open_error_reason(ec ? ec.value() : ENOENT));
     if (fs::is_directory(st)) {
       std::vector<std::string> found;
-      for (const auto& e : fs::directory_iterator(in, ec))
-        if (e.is_regular_file() && e.path().extension() == ".srace") found.push_back(e.path().string());
+      fs::directory_iterator it(in, ec), end;
+      if (ec) throw trace::TraceError(in + ": cannot read directory: " + trace::open_error_reason(ec.value()));
+      for (; it != end; it.increment(ec)) {
+        if (ec) throw trace::TraceError(in + ": cannot read directory: " + trace::open_error_reason(ec.value()));
+        // Every *.srace entry that is not a directory is a trace: the reader refuses a
+        // dangling or looping link, a FIFO or a device with its own message.
+        std::error_code type_ec;
+        if (it->path().extension() == ".srace" && !it->is_directory(type_ec)) found.push_back(it->path().string());
+      }
       if (found.empty()) throw trace::TraceError(in + ": directory holds no *.srace trace files");
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/finding.h"
+#include "traceformat/input_file.h"
 #include "traceformat/trace_file.h"
 
 namespace streamrace::analysis {
@@ -52,6 +53,12 @@ class Analyzer {
 
 // Input that is not a readable trace (the message names the file and what is wrong).
 using TraceInputError = trace::TraceError;
+// Reading any other input file whole (findings, baselines, suppressions, logs) the same way:
+// never blocking on a FIFO or device, refusing what is not a regular file.
+using trace::InputFileError;
+using trace::open_error_reason;
+using trace::open_input_file;
+using trace::read_input_file;
 
 // Whether the first bytes of a file are a streamrace trace's.
 bool is_trace_head(std::string_view head);

@@ -18,6 +18,9 @@ std::string StreamState::label() const {
 StreamState& HappensBefore::stream(uint64_t handle) {
   auto it = streams_.find(handle);
   if (it != streams_.end()) return it->second;
+  if (next_slot_ > kMaxStreams)
+    throw StreamLimitError(fmt::format("stream {:#x} is one more than the {} streams one trace may use (the analyzer's limit)",
+                                       handle, kMaxStreams));
   StreamState& s = streams_[handle];
   s.handle = handle;
   s.slot = next_slot_++;

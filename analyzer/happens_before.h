@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -44,8 +45,21 @@ struct EventState {
   VectorClock snapshot;
 };
 
+// Thrown when a trace names more streams than kMaxStreams; the caller adds file and offset.
+class StreamLimitError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class HappensBefore {
  public:
+  // The most clock slots (streams, counting a handle reused after cudaStreamDestroy again) one
+  // trace may use. Vector clocks are sparse, but a device synchronisation followed by work on
+  // every stream gives every stream an entry for every other: memory is at most
+  // kMaxStreams^2 entries (128 MiB) and a legacy-stream op or device sync costs kMaxStreams
+  // joins, instead of growing with the square of whatever count a file claims.
+  static constexpr uint32_t kMaxStreams = 4096;
+
   explicit HappensBefore(bool separate_host_threads, bool unknown_streams_blocking)
       : separate_threads_(separate_host_threads), unknown_blocking_(unknown_streams_blocking) {}
 

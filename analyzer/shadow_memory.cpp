@@ -37,6 +37,7 @@ const char* op_kind_name(OpKind k) {
 }
 
 void ShadowMemory::allocate(uint64_t base, uint64_t bytes, uint8_t kind, uint64_t seq) {
+  bytes = std::min(bytes, ~uint64_t(0) - base);  // a range never wraps past the top of the address space
   if (bytes == 0) return;
   uint64_t end = base + bytes;
   // Drop stale or implicit regions the new allocation covers.
@@ -93,18 +94,32 @@ bool ShadowMemory::release(uint64_t base, bool keep_state) {
   return true;
 }
 
+bool ShadowMemory::indexed(const AllocationShadow& al) {
+  return ((al.base + al.bytes - 1) >> kPageShift) - (al.base >> kPageShift) < kMaxIndexedPages;
+}
+
 AllocationShadow* ShadowMemory::find_mut(uint64_t addr) {
   if (last_ && addr >= last_->base && addr < last_->base + last_->bytes) return last_;
   auto it = pages_.find(addr >> kPageShift);
-  if (it == pages_.end()) return nullptr;
-  for (AllocationShadow* al : it->second)
-    if (addr >= al->base && addr < al->base + al->bytes) return last_ = al;
+  if (it != pages_.end())
+    for (AllocationShadow* al : it->second)
+      if (addr >= al->base && addr < al->base + al->bytes) return last_ = al;
+  if (unindexed_ == 0) return nullptr;
+  // Allocations too large for the page index: the tree of disjoint allocations answers.
+  auto next = allocs_.upper_bound(addr);
+  if (next == allocs_.begin()) return nullptr;
+  AllocationShadow& al = std::prev(next)->second;
+  if (addr < al.base + al.bytes && !indexed(al)) return last_ = &al;
   return nullptr;
 }
 
 AllocationShadow& ShadowMemory::insert_alloc(AllocationShadow al) {
   auto [it, _] = allocs_.emplace(al.base, std::move(al));
   AllocationShadow* p = &it->second;
+  if (!indexed(*p)) {
+    ++unindexed_;
+    return *p;
+  }
   for (uint64_t page = p->base >> kPageShift; page <= (p->base + p->bytes - 1) >> kPageShift; ++page) {
     auto& v = pages_[page];
     v.insert(std::upper_bound(v.begin(), v.end(), p, [](auto* a, auto* b) { return a->base < b->base; }), p);
@@ -115,6 +130,10 @@ AllocationShadow& ShadowMemory::insert_alloc(AllocationShadow al) {
 std::map<uint64_t, AllocationShadow>::iterator ShadowMemory::erase_alloc(std::map<uint64_t, AllocationShadow>::iterator it) {
   AllocationShadow* p = &it->second;
   if (last_ == p) last_ = nullptr;
+  if (!indexed(*p)) {
+    --unindexed_;
+    return allocs_.erase(it);
+  }
   for (uint64_t page = p->base >> kPageShift; page <= (p->base + p->bytes - 1) >> kPageShift; ++page) {
     auto pit = pages_.find(page);
     if (pit == pages_.end()) continue;
@@ -124,9 +143,12 @@ std::map<uint64_t, AllocationShadow>::iterator ShadowMemory::erase_alloc(std::ma
   return allocs_.erase(it);
 }
 
-AllocationShadow& ShadowMemory::implicit_region(uint64_t addr) {
+AllocationShadow& ShadowMemory::implicit_region(uint64_t addr, uint64_t access_end) {
+  // Whole granules around the access (one region however long the access: the work per
+  // access never grows with the length a trace claims).
   uint64_t base = addr & ~(kImplicitGranule - 1);
-  uint64_t end = base + kImplicitGranule;
+  uint64_t last = (access_end - 1) & ~(kImplicitGranule - 1);
+  uint64_t end = last > ~uint64_t(0) - kImplicitGranule ? ~uint64_t(0) : last + kImplicitGranule;
   // Never overlap a real allocation: shrink the region to the gap around addr.
   auto next = allocs_.upper_bound(addr);
   if (next != allocs_.end()) end = std::min(end, next->first);
@@ -144,11 +166,11 @@ AllocationShadow& ShadowMemory::implicit_region(uint64_t addr) {
 }
 
 void ShadowMemory::access(const AccessEpoch& a, const VectorClock& vc, std::vector<Conflict>& out) {
-  uint64_t addr = a.addr, end = a.addr + a.bytes;
+  uint64_t addr = a.addr, end = a.addr + std::min(a.bytes, ~uint64_t(0) - a.addr);
   if (end <= addr) return;
   while (addr < end) {
     AllocationShadow* al = find_mut(addr);
-    if (!al) al = &implicit_region(addr);
+    if (!al) al = &implicit_region(addr, end);
     uint64_t stop = std::min(end, al->base + al->bytes);
     access_in(*al, addr - al->base, stop - al->base, a, vc, out);
     addr = stop;

@@ -71,7 +71,10 @@ class ShadowMemory {
 
  private:
   AllocationShadow* find_mut(uint64_t addr);
-  AllocationShadow& implicit_region(uint64_t addr);
+  // A region for memory the trace never allocated, from `addr`'s granule to the one holding
+  // `access_end - 1`, shrunk to the gap between real allocations.
+  AllocationShadow& implicit_region(uint64_t addr, uint64_t access_end);
+  static bool indexed(const AllocationShadow& al);
   void access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, const AccessEpoch& a, const VectorClock& vc,
                  std::vector<Conflict>& out);
 
@@ -82,8 +85,12 @@ class ShadowMemory {
   std::map<uint64_t, AllocationShadow> retired_;  // stream-ordered frees awaiting reuse
   // Lookup index: every 1 MiB page an allocation touches lists it (sorted by base). One hash
   // probe and a short scan instead of a walk down a tree of 100k allocations.
+  // Allocations over kMaxIndexedPages pages (claimed sizes up to 2^64) are not indexed:
+  // lookups that miss the index ask `allocs_`, so the index costs at most 64 entries each.
   static constexpr int kPageShift = 20;
+  static constexpr uint64_t kMaxIndexedPages = 64;
   std::unordered_map<uint64_t, std::vector<AllocationShadow*>> pages_;
+  size_t unindexed_ = 0;  // allocations left out of `pages_`
   AllocationShadow* last_ = nullptr;  // one-entry lookup cache
 };
 

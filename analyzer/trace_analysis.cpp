@@ -52,7 +52,16 @@ void TraceAnalysis::run() {
                             "): its trace cannot show races; free the CUPTI slot (Nsight, the PyTorch profiler or "
                             "compute-sanitizer hold it) and run again"});
   dict_ = &stream.dictionary();
-  stream.for_each([this](const RecordView& r) { dispatch(r); }, opts_.progress);
+  try {
+    stream.for_each([this](const RecordView& r) { dispatch(r); }, opts_.progress);
+  } catch (const StreamLimitError& e) {
+    throw TraceError(fmt::format("{}: chunk at offset {}: {}", path_, stream.chunk_offset(), e.what()));
+  }
+  // A trace cut before its first chunk was whole has nothing to judge: no verdict, never clean.
+  if (stream.read_stats().chunks == 0)
+    throw TraceError(fmt::format("{}: holds no whole chunk of records (the file ends at offset {}{}): no verdict",
+                                 path_, stream.file_size(),
+                                 stream.read_stats().truncated ? ", inside its first chunk" : ", after its header"));
   for (const auto& w : stream.warnings()) notices_.push_back({"warning", path_, w});
   if (graph_launches_)
     notices_.push_back({"warning", path_,

@@ -3,12 +3,13 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "analyzer/analyzer.h"
 #include "cli/command_registry.h"
 #include "report/formats.h"
+#include "report/output_file.h"
 #include "report/progress_meter.h"
 #include "report/text_report.h"
 #include "traceformat/trace_file.h"
@@ -27,6 +28,7 @@ struct AnalyzeArgs {
   bool ignore_precise = false;
   bool no_const_reads = false;
   bool no_color = false;
+  bool force_output = false;
   std::string source_root;
 };
 
@@ -93,14 +95,14 @@ int run_analyze(const AnalyzeArgs& a) {
       ro.color = name == "text" && !a.no_color && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
       report::write_format(name, std::cout, result, ro);
     } else {
-      std::ofstream f(file);
-      if (!f) {
-        std::cerr << "streamrace analyze: cannot write " << file << "\n";
-        return kExitBadInput;
-      }
-      report::write_format(name, f, result, ro);
-      if (!f.good()) {
-        std::cerr << "streamrace analyze: error writing " << file << "\n";
+      std::ostringstream text;
+      report::write_format(name, text, result, ro);
+      try {
+        report::OutputOptions oo;
+        oo.follow_symlink = a.force_output;
+        report::write_output_file(file, text.str(), oo);
+      } catch (const report::OutputError& e) {
+        std::cerr << "streamrace analyze: error: " << e.what() << "\n";
         return kExitBadInput;
       }
     }
@@ -137,6 +139,8 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--ignore-precise", args->ignore_precise,
                 "Analyse precise-mode traces as the default tier (ignore the measured kernel ranges)");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
+  sub->add_flag("--force-output", args->force_output,
+                "Write a report through an output path that is a symbolic link (refused by default)");
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
   return [args]() { return run_analyze(*args); };
 });

@@ -6,7 +6,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -16,6 +15,7 @@
 #include "report/finding_class.h"
 #include "report/finding_inputs.h"
 #include "report/formats.h"
+#include "report/output_file.h"
 #include "report/suppressions.h"
 #include "report/text_report.h"
 
@@ -31,6 +31,7 @@ struct CheckArgs {
   std::vector<std::string> suppressions;
   std::string source_root;
   bool no_color = false;
+  bool force_output = false;
   bool separate_threads = false;
   bool unknown_blocking = false;
 };
@@ -75,6 +76,8 @@ int run_check(const CheckArgs& a) {
   }
   if (a.update_baseline && a.baseline.empty()) return bad_input("--update-baseline needs --baseline FILE");
 
+  report::OutputOptions output_options;
+  output_options.follow_symlink = a.force_output;
   report::ReportOptions ro;
   ro.source_root = a.source_root;
   std::vector<report::SuppressionList> suppressions;
@@ -151,17 +154,20 @@ int run_check(const CheckArgs& a) {
       std::cout.flush();
     } else {
       ro.color = false;
-      std::ofstream f(o.file);
-      if (!f) return bad_input("cannot write " + o.file);
-      report::write_format(o.format, f, *shown, ro);
-      if (!f.good()) return bad_input("error writing " + o.file);
+      std::ostringstream text;
+      report::write_format(o.format, text, *shown, ro);
+      try {
+        report::write_output_file(o.file, text.str(), output_options);
+      } catch (const report::OutputError& e) {
+        return bad_input(e.what());
+      }
     }
   }
 
   if (a.update_baseline) {
     try {
-      report::write_baseline(a.baseline, result.findings);
-    } catch (const report::BaselineError& e) {
+      report::write_baseline(a.baseline, result.findings, output_options);
+    } catch (const std::runtime_error& e) {
       return bad_input(e.what());
     }
   }
@@ -213,6 +219,8 @@ RegisterCommand reg("check", 30, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("-o,--output", args->output, "Write the (single) report format to FILE instead of stdout");
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
+  sub->add_flag("--force-output", args->force_output,
+                "Write reports or the baseline through output paths that are symbolic links (refused by default)");
   sub->add_flag("--separate-host-threads", args->separate_threads, "As for analyze");
   sub->add_flag("--unknown-streams-blocking", args->unknown_blocking, "As for analyze");
   return [args]() { return run_check(*args); };

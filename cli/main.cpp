@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <new>
 
 #include "cli/command_registry.h"
 
@@ -39,7 +40,18 @@ int main(int argc, char** argv) {
     app.exit(e);
     return kExitBadInput;
   }
-  for (auto& [sub, run] : runners)
-    if (sub->parsed()) return run();
+  // The one error path: whatever a command's own checks missed reading its inputs ends here
+  // as bad input (exit 2), never as an uncaught exception.
+  for (auto& [sub, run] : runners) {
+    if (!sub->parsed()) continue;
+    try {
+      return run();
+    } catch (const std::bad_alloc&) {
+      std::cerr << "streamrace " << sub->get_name() << ": error: out of memory reading the inputs\n";
+    } catch (const std::exception& e) {
+      std::cerr << "streamrace " << sub->get_name() << ": error: " << e.what() << "\n";
+    }
+    return kExitBadInput;
+  }
   return kExitBadInput;
 }

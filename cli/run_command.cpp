@@ -19,6 +19,7 @@
 
 #include "analyzer/analyzer.h"
 #include "cli/command_registry.h"
+#include "report/output_file.h"
 #include "report/text_report.h"
 #include "traceformat/trace_file.h"
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
@@ -35,6 +36,7 @@ struct RunArgs {
   bool keep_going = false;
   bool no_color = false;
   bool timing = false;  // --timing: device timestamps
+  bool force_output = false;  // -o may be a symbolic link to a directory
   bool precise_requested = false;  // --precise[=all|auto|REGEX] was given
   std::string precise;
   std::string precise_from;  // --precise=auto: the earlier run's traces (default: the -o directory)
@@ -162,14 +164,15 @@ PreciseSetting resolve_precise(const RunArgs& a, const std::set<std::string>& ea
     return out;
   }
   const std::string list = dir + "/precise-kernels.txt";
-  FILE* f = std::fopen(list.c_str(), "w");
-  if (f == nullptr) {
-    std::cerr << "streamrace run: cannot write " << list << ": " << std::strerror(errno) << "\n";
+  std::string text;
+  for (const auto& k : kernels) text += k + "\n";
+  try {
+    report::write_output_file(list, text);
+  } catch (const report::OutputError& e) {
+    std::cerr << "streamrace run: error: " << e.what() << "\n";
     out.exit_status = kExitBadInput;
     return out;
   }
-  for (const auto& k : kernels) std::fprintf(f, "%s\n", k.c_str());
-  std::fclose(f);
   std::cerr << "streamrace run: --precise=auto: patching the " << kernels.size() << " kernel"
             << (kernels.size() == 1 ? "" : "s") << " named in possible findings of " << from << " (" << list << ")\n";
   out.env = "names:" + list;
@@ -183,6 +186,14 @@ int run_traced(const RunArgs& a) {
 #endif
   if (a.command.empty()) {
     std::cerr << "streamrace run: no command given (streamrace run [options] -- cmd args...)\n";
+    return kExitBadInput;
+  }
+  try {
+    report::OutputOptions oo;
+    oo.follow_symlink = a.force_output;
+    report::check_output_directory(a.out_dir, oo);
+  } catch (const report::OutputError& e) {
+    std::cerr << "streamrace run: error: -o " << e.what() << "\n";
     return kExitBadInput;
   }
   std::string lib = find_tracer_library();
@@ -315,6 +326,8 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--timing", args->timing,
                 "Also record device timestamps (CUPTI activity records) for `streamrace overlap` and the "
                 "report timelines; costs about as much again as the rest of the tracer (STREAMRACE_TIMING=1)");
+  sub->add_flag("--force-output", args->force_output,
+                "Write traces into an --output-dir that is a symbolic link (refused by default)");
   auto* precise = sub->add_option("--precise", args->precise,
                                   "Exact kernel byte ranges through the Compute Sanitizer API: all, auto, or a "
                                   "kernel-name regex (needs a streamrace built with STREAMRACE_BUILD_PRECISE)")

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyzer/finding.h"
+#include "report/output_file.h"
 
 namespace streamrace::report {
 
@@ -20,7 +21,9 @@ class BaselineError : public std::runtime_error {
 };
 
 std::set<std::string> read_baseline(const std::string& path);
-// Replaces `path` with the given findings (fixed ones drop out of the baseline).
-void write_baseline(const std::string& path, const std::vector<analysis::Finding>& findings);
+// Replaces `path` with the given findings (fixed ones drop out of the baseline), through
+// write_output_file (a symlinked path is refused unless `opts` follow it; OutputError).
+void write_baseline(const std::string& path, const std::vector<analysis::Finding>& findings,
+                    const OutputOptions& opts = {});
 
 }  // namespace streamrace::report

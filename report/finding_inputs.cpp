@@ -2,7 +2,11 @@
 #include "report/finding_inputs.h"
 
 #include <filesystem>
-#include <fstream>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <sstream>
 #include <nlohmann/json.hpp>
 
 #include "report/csan_log.h"
@@ -16,12 +20,32 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string read_head(const std::string& path, size_t n) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path + ": cannot open for reading");
-  std::string head(n, '\0');
-  in.read(head.data(), static_cast<std::streamsize>(n));
-  head.resize(static_cast<size_t>(in.gcount()));
+  uint64_t size = 0;
+  int fd = -1;
+  try {
+    fd = analysis::open_input_file(path, size);
+  } catch (const analysis::InputFileError& e) {
+    throw InputError(e.what());
+  }
+  std::string head(std::min<uint64_t>(n, size), '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    ssize_t r = ::read(fd, head.data() + got, head.size() - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += size_t(r);
+  }
+  ::close(fd);
+  head.resize(got);
   return head;
+}
+
+std::string read_text(const std::string& path) {
+  try {
+    return analysis::read_input_file(path);
+  } catch (const analysis::InputFileError& e) {
+    throw InputError(e.what());
+  }
 }
 
 void add_result(analysis::AnalysisResult& into, analysis::AnalysisResult&& more) {
@@ -34,10 +58,10 @@ void add_result(analysis::AnalysisResult& into, analysis::AnalysisResult&& more)
 }
 
 analysis::AnalysisResult read_findings_json(const std::string& path) {
-  std::ifstream in(path);
+  std::string text = read_text(path);
   nlohmann::json j;
   try {
-    in >> j;
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw InputError(path + ": not valid JSON: " + e.what());
   }
@@ -51,9 +75,15 @@ analysis::AnalysisResult read_findings_json(const std::string& path) {
   }
 }
 
+bool mentions_sanitizer(const std::string& text) {
+  for (const char* mark : {"CSAN detected", "TORCH_CUDA_SANITIZER", "CUDA sanitizer", "torch/cuda/_sanitizer.py"})
+    if (text.find(mark) != std::string::npos) return true;
+  return false;
+}
+
 analysis::AnalysisResult read_csan(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot open for reading");
+  std::string text = read_text(path);
+  std::istringstream in(text);
   CsanLog log;
   try {
     log = read_csan_log(in, path);
@@ -63,6 +93,12 @@ analysis::AnalysisResult read_csan(const std::string& path) {
   analysis::AnalysisResult r;
   merge_findings(r.findings, log.findings);
   r.notices = std::move(log.notices);
+  // A log without a report is a clean run only if it shows the sanitizer ran; any other text
+  // is an input of unknown kind, never a pass.
+  if (log.reports == 0 && !mentions_sanitizer(text))
+    throw InputError(path + ": not a streamrace trace, findings JSON or CUDA-sanitizer log (no CSAN report, and no "
+                            "line showing the CUDA sanitizer ran: TORCH_CUDA_SANITIZER, \"CUDA sanitizer\" or "
+                            "torch/cuda/_sanitizer.py)");
   if (log.reports == 0)
     r.notices.push_back(analysis::Notice{"info", path, "no CUDA-sanitizer race report in this log (a clean run)"});
   return r;
@@ -87,7 +123,7 @@ LoadedFindings load_findings(const std::vector<std::string>& inputs, const LoadO
   for (const auto& in : inputs) {
     std::error_code ec;
     auto st = fs::status(in, ec);
-    if (ec || !fs::exists(st)) throw InputError(in + ": no such file or directory");
+    if (ec || !fs::exists(st)) throw InputError(in + ": " + analysis::open_error_reason(ec ? ec.value() : ENOENT));
     if (fs::is_directory(st)) {
       try {
         for (auto& p : analysis::expand_trace_inputs({in})) out.trace_paths.push_back(p);

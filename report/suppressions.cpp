@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 #include <fnmatch.h>
 
-#include <fstream>
+#include <sstream>
+
+#include "analyzer/analyzer.h"
 
 namespace streamrace::report {
 
@@ -69,8 +71,13 @@ SuppressionList SuppressionList::parse(std::istream& in, const std::string& name
 }
 
 SuppressionList SuppressionList::load(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw SuppressionError(path + ": cannot open suppressions file");
+  std::string text;
+  try {
+    text = analysis::read_input_file(path);
+  } catch (const analysis::InputFileError& e) {
+    throw SuppressionError(std::string(e.what()) + " (the suppressions file)");
+  }
+  std::istringstream in(text);
   return parse(in, path);
 }
 

@@ -25,3 +25,30 @@ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTREAMRACE_BUILD_TEST
 cmake --build "$build" -j"$jobs"
 cd "$build"
 ctest --output-on-failure -j"$jobs" --timeout 300
+
+# The fuzz smoke run (where clang is here): the fuzzer built with -fsanitize=fuzzer,address,
+# undefined, the committed regression inputs replayed, then 60 s of fuzzing from the seed
+# corpus (bench/fuzz.sh runs longer). STREAMRACE_NO_FUZZ=1 skips it.
+cd "$root"
+if [ -z "${STREAMRACE_NO_FUZZ:-}" ] && { command -v clang++-14 || command -v clang++; } >/dev/null; then
+  cxx="$(command -v clang++-14 || command -v clang++)"
+  cc="$(command -v clang-14 || command -v clang)"
+  cmake -S . -B "$build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+    -DSTREAMRACE_FUZZ=ON -DSTREAMRACE_BUILD_TESTS=OFF >/dev/null
+  cmake --build "$build-fuzz" -j"$jobs" --target fuzz_trace
+  "$build-fuzz/bin/fuzz_trace" tests/fuzz/regressions/*
+  fuzz_corpus="$(mktemp -d)"
+  trap 'rm -rf "$fuzz_corpus"' EXIT
+  "$build-fuzz/bin/fuzz_trace" -max_total_time=60 -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$build-fuzz/" "$fuzz_corpus" tests/fuzz/corpus
+fi
+
+# The whole suite once more under ASan+UBSan (-DSTREAMRACE_SANITIZE=ON; the tracer is left out
+# of that build). Opt-in with STREAMRACE_ASAN=1: it doubles the build time; its last result is
+# in bench/results/fuzz.md.
+if [ -n "${STREAMRACE_ASAN:-}" ]; then
+  cmake -S . -B "$build-asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSTREAMRACE_BUILD_TESTS=ON -DSTREAMRACE_TEST_AREAS= \
+    -DSTREAMRACE_SANITIZE=ON >/dev/null
+  cmake --build "$build-asan" -j"$jobs"
+  (cd "$build-asan" && UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j"$jobs" --timeout 600)
+fi

@@ -105,6 +105,15 @@ void CallStream::check(const RecordView& r) {
   };
   if (r.body.size() < fixed)
     bad(fmt::format("body of {} bytes is shorter than the {} bytes of its fixed part", r.body.size(), fixed));
+  auto check_id = [&](const char* field, uint32_t id) {
+    if (id > TraceDictionary::kMaxId) bad(fmt::format("{} {:#x} exceeds the limit {:#x}", field, id, TraceDictionary::kMaxId));
+  };
+  if (fixed != 0 && has_call_info(r.kind)) {
+    CallInfo c;
+    std::memcpy(&c, r.body.data(), sizeof(c));
+    check_id("stack id", c.stack_id);
+    check_id("api name id", c.api_id);
+  }
   switch (r.kind) {
     case RecordKind::kStringDef: {
       auto h = r.as<StringDefHead>();
@@ -116,12 +125,19 @@ void CallStream::check(const RecordView& r) {
       if (h.id > TraceDictionary::kMaxId) bad(fmt::format("stack id {:#x} exceeds the limit {:#x}", h.id, TraceDictionary::kMaxId));
       if (size_t(h.nframes) * sizeof(StackFrame) > r.body.size() - fixed)
         bad(fmt::format("nframes {} does not fit in its {} bytes of frames", h.nframes, r.body.size() - fixed));
+      for (uint16_t i = 0; i < h.nframes; ++i) {
+        StackFrame f;
+        std::memcpy(&f, r.body.data() + fixed + i * sizeof(StackFrame), sizeof(f));
+        check_id("frame file id", f.file_id);
+        check_id("frame function id", f.function_id);
+      }
       break;
     }
     case RecordKind::kKernelLaunch: {
       auto k = r.as<KernelLaunchHead>();
       if (size_t(k.nptrs) * sizeof(uint64_t) > r.body.size() - fixed)
         bad(fmt::format("nptrs {} does not fit in its {} bytes of pointers", k.nptrs, r.body.size() - fixed));
+      check_id("kernel name id", k.name_id);
       break;
     }
     default:

@@ -81,6 +81,8 @@ class CallStream {
   const ReadStats& read_stats() const { return reader_.stats(); }
   const CallStreamStats& stats() const { return stats_; }
   uint64_t file_size() const { return reader_.file_size(); }
+  // File offset of the chunk whose records for_each is handing out.
+  uint64_t chunk_offset() const { return reader_.chunk_offset(); }
 
   // Hands every record to `fn` in call order (see above). Definitions enter the dictionary
   // before `fn` sees them. Throws TraceError naming the file, offset and field for a body

@@ -19,6 +19,11 @@ inline constexpr uint16_t kVersionMinor = 0;
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843;  // "CHNK"
 inline constexpr uint32_t kMaxChunkBytes = 64u << 20;  // sanity bound on raw and stored size
 inline constexpr uint32_t kMaxHeaderBytes = 1u << 20;
+// A zstd chunk's raw size may be at most this many times its stored size. The tracer's
+// chunks compress 5-20x; the bound keeps a small file from claiming gigabytes of records
+// (a reader's work stays linear in the file). Every record takes at least its 4-byte prefix,
+// so a chunk holds at most raw_size / 4 records.
+inline constexpr uint32_t kMaxCompressionRatio = 256;
 
 enum ChunkFlags : uint32_t {
   kChunkZstd = 1u << 0,        // payload is one zstd frame

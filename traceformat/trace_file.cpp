@@ -1,6 +1,8 @@
 // Trace file encoding: header, chunk framing, checksums, zstd, salvage of truncated files.
 #include "traceformat/trace_file.h"
 
+#include "traceformat/input_file.h"
+
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -48,6 +50,16 @@ void put_kv(std::vector<uint8_t>& out, std::string_view k, std::string_view v) {
   put(k.data(), k.size());
   put(&vl, 4);
   put(v.data(), v.size());
+}
+
+// A fuzzing build (tests/fuzz/) reads past bad checksums so that mutated inputs reach the
+// decoder and the analyzer instead of all stopping at the CRC.
+constexpr bool verify_checksums() {
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  return false;
+#else
+  return true;
+#endif
 }
 
 }  // namespace
@@ -266,12 +278,18 @@ void TraceWriter::close() {
 // TraceReader
 
 TraceReader::TraceReader(const std::string& path) : path_(path) {
-  struct stat st{};
-  if (::stat(path.c_str(), &st) != 0) throw TraceError(path + ": cannot open: " + std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) throw TraceError(path + ": is a directory, not a trace file");
-  file_ = std::fopen(path.c_str(), "rb");
-  if (!file_) throw TraceError(path + ": cannot open: " + std::strerror(errno));
-  file_size_ = uint64_t(st.st_size);
+  int fd = -1;
+  try {
+    fd = open_input_file(path, file_size_);
+  } catch (const InputFileError& e) {
+    throw TraceError(e.what());
+  }
+  file_ = ::fdopen(fd, "rb");
+  if (!file_) {
+    int err = errno;
+    ::close(fd);
+    throw TraceError(path + ": cannot open: " + std::strerror(err));
+  }
   try {
     read_header();
   } catch (...) {
@@ -305,13 +323,17 @@ void TraceReader::read_header() {
   if (f.major != kVersionMajor)
     fail(8, "unsupported trace format version " + std::to_string(f.major) + "." + std::to_string(f.minor) +
                 " (this build reads " + std::to_string(kVersionMajor) + ".x)");
-  if (f.body_size > kMaxHeaderBytes || f.body_size > file_size_)
-    fail(12, "header size " + std::to_string(f.body_size) + " is not plausible");
+  if (f.body_size > kMaxHeaderBytes)
+    fail(12, "header size " + std::to_string(f.body_size) + " exceeds the format's limit of " +
+                 std::to_string(kMaxHeaderBytes));
+  if (sizeof(f) + uint64_t(f.body_size) + 4 > file_size_)
+    fail(file_size_, "file ends inside the header (its " + std::to_string(sizeof(f) + f.body_size + 4) +
+                         " bytes; the file has " + std::to_string(file_size_) + ")");
   std::vector<uint8_t> body(f.body_size);
   uint32_t crc = 0;
   if (read_at_most(body.data(), body.size()) != body.size() || read_at_most(&crc, 4) != 4)
     fail(offset_, "file ends inside the header");
-  if (crc != checksum(body.data(), body.size(), checksum(&f, sizeof(f))))
+  if (crc != checksum(body.data(), body.size(), checksum(&f, sizeof(f))) && verify_checksums())
     fail(sizeof(f), "header checksum mismatch");
   size_t p = 0;
   auto bad = [&]() { fail(sizeof(f) + p, "malformed header field"); };
@@ -380,10 +402,18 @@ bool TraceReader::next_chunk(const std::function<void(const RecordView&)>& fn) {
   if (h.stored_size > kMaxChunkBytes || h.raw_size > kMaxChunkBytes)
     fail(chunk_at, "chunk size " + std::to_string(h.stored_size) + "/" + std::to_string(h.raw_size) +
                        " exceeds the format's limit");
+  if ((h.flags & kChunkZstd) && uint64_t(h.raw_size) > uint64_t(kMaxCompressionRatio) * h.stored_size)
+    fail(chunk_at, "chunk raw size " + std::to_string(h.raw_size) + " is more than " +
+                       std::to_string(kMaxCompressionRatio) + " times its stored size " + std::to_string(h.stored_size) +
+                       " (the format's limit)");
+  if (h.records > h.raw_size / sizeof(RecordPrefix))
+    fail(chunk_at, "chunk record count " + std::to_string(h.records) + " exceeds what its " +
+                       std::to_string(h.raw_size) + " bytes can hold (" + std::to_string(h.raw_size / sizeof(RecordPrefix)) +
+                       ")");
   if (chunk_at + sizeof(h) + h.stored_size > file_size_) return truncated();
   stored_.resize(h.stored_size);
   if (read_at_most(stored_.data(), h.stored_size) != h.stored_size) return truncated();
-  if (chunk_crc(h, stored_.data()) != h.crc) fail(chunk_at, "chunk checksum mismatch (corrupt file)");
+  if (chunk_crc(h, stored_.data()) != h.crc && verify_checksums()) fail(chunk_at, "chunk checksum mismatch (corrupt file)");
   if (h.flags & kChunkEndOfTrace) stats_.complete = true;
   const std::vector<uint8_t>* raw = &stored_;
   if (h.flags & kChunkZstd) {

@@ -1,0 +1,108 @@
+// Writes the fuzz target's seed corpus (small well-formed traces, uncompressed so mutations
+// reach the records) and one regression input per byte-level input class of issue #13.
+//   fuzz_corpus_writer CORPUS_DIR REGRESSIONS_DIR
+#include <filesystem>
+#include <iostream>
+
+#include "cli/hostile_inputs.h"
+
+using namespace streamrace;
+namespace hostile = testing::hostile;
+using trace::TraceBuilder;
+
+namespace {
+
+TraceBuilder plain(const std::string& path) { return TraceBuilder(path, TraceBuilder::default_header(0), {false, 1}); }
+
+void seeds(const std::string& dir) {
+  {  // two streams write one buffer unordered; an event orders a second pair
+    auto b = plain(dir + "/memsets_and_event.srace");
+    uint64_t s1 = b.create_stream(), s2 = b.create_stream(trace::kStreamNonBlocking, 0, -1);
+    uint64_t e = b.create_event();
+    uint64_t p = b.alloc(1 << 16);
+    b.at("train.py", 10, "step").memset(s1, p, 4096);
+    b.memset(s2, p, 4096);
+    b.record_event(e, s1);
+    b.wait_event(s2, e);
+    b.memcpy(s2, p + 8192, p, 1024);
+    b.event_synchronize(e);
+    b.stream_synchronize(s1);
+    b.finish();
+  }
+  {  // kernels with pointer arguments, the legacy stream, a free
+    auto b = plain(dir + "/kernels_legacy_free.srace");
+    uint64_t s = b.create_stream(0);
+    uint64_t p = b.alloc(1 << 20), q = b.alloc(1 << 12, trace::AllocKind::kAsync, s);
+    b.kernel(s, "void scale<float>(float const*, float*, int)", {p, p + 256});
+    b.kernel(trace::legacy_stream(0), "fill(float*)", {p});
+    b.memset(s, q, 64);
+    b.free(q, trace::AllocKind::kAsync, s);
+    b.device_synchronize();
+    b.free(p);
+    b.timing(1, 2'000'000, 2'100'000);
+    b.notice(trace::NoticeLevel::kWarning, "a notice");
+    b.finish();
+  }
+  {  // NCCL: a communicator, an all-reduce against a copy, a group
+    auto b = plain(dir + "/nccl_group.srace");
+    uint64_t comm = b.comm_init(0, 2);
+    uint64_t s1 = b.create_stream(), s2 = b.create_stream();
+    uint64_t p = b.alloc(1 << 16);
+    b.nccl(trace::NcclOp::kAllReduce, s2, comm, p, p, 1024);
+    b.memcpy(s1, p, p + 8192, 4096);
+    b.group_start();
+    b.nccl(trace::NcclOp::kSend, s1, comm, p, 0, 16, trace::NcclType::kFloat16, 1);
+    b.nccl(trace::NcclOp::kRecv, s2, comm, 0, p + 4096, 16, trace::NcclType::kFloat16, 1);
+    b.group_end();
+    b.graph_launch(s1);
+    b.capture(s2, true);
+    b.memset(s2, p, 16);
+    b.capture(s2, false);
+    b.finish();
+  }
+  {  // precise mode: measured intervals for a patched launch
+    auto h = TraceBuilder::default_header(0);
+    h.mode = "precise";
+    TraceBuilder b(dir + "/precise.srace", h, {false, 1});
+    uint64_t s1 = b.create_stream(), s2 = b.create_stream();
+    uint64_t p = b.alloc(1 << 16);
+    uint64_t c = b.kernel(s1, "k(float*)", {p}, 0, trace::kKernelArgsScanned | trace::kKernelPrecise);
+    b.kernel_access(c, p, 256, trace::AccessDir::kWrite);
+    b.kernel_access(c, p + 512, 64, trace::AccessDir::kRead, true);
+    b.memset(s2, p, 128);
+    b.finish();
+  }
+}
+
+void regressions(const std::string& dir) {
+  using trace::RecordKind;
+  hostile::write_chunks(dir + "/short_string.srace", {hostile::short_record(RecordKind::kStringDef, 2)});
+  hostile::write_chunks(dir + "/short_notice.srace", {hostile::short_record(RecordKind::kNotice, 2)});
+  hostile::write_chunks(dir + "/six_byte_stack.srace", {hostile::short_record(RecordKind::kStackDef, 6)});
+  hostile::string_def(dir + "/string_id_3fffffff.srace", 0x3FFF'FFFFu);
+  hostile::string_def(dir + "/string_id_40000000.srace", 0x4000'0000u);
+  hostile::kernel_name_id(dir + "/kernel_name_id_fffffff0.srace", 0xFFFF'FFF0u);
+  hostile::zstd_bomb(dir + "/zstd_64mib_empty_records.srace", 2);
+  hostile::huge_lengths(dir + "/alloc_2p50_memset_2p56.srace");
+  hostile::many_streams(dir + "/streams_5000.srace", 5000);
+  std::string bytes = hostile::small_trace_bytes(dir + "/.whole");
+  std::filesystem::remove(dir + "/.whole");
+  hostile::write_bytes(dir + "/cut_inside_header.srace", bytes.substr(0, 100));
+  hostile::write_bytes(dir + "/cut_inside_first_chunk.srace", bytes.substr(0, hostile::header_bytes(bytes) + 30));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::cerr << "usage: fuzz_corpus_writer CORPUS_DIR REGRESSIONS_DIR\n";
+    return 2;
+  }
+  for (int i = 1; i < 3; ++i) {
+    std::filesystem::remove_all(argv[i]);
+    std::filesystem::create_directories(argv[i]);
+  }
+  seeds(argv[1]);
+  regressions(argv[2]);
+  return 0;
+}
