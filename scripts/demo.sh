@@ -10,6 +10,11 @@ scripts/install_deps.sh
 build="${STREAMRACE_BUILD_DIR:-build}"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" --target streamrace -j"$(nproc)" >/dev/null
+# libstreamrace.so too, so that `build/bin/streamrace run -- CMD` works next (only where the
+# CUDA toolkit's CUPTI headers are: without them the tracer target does not exist).
+if cmake --build "$build" --target help 2>/dev/null | grep -q "streamrace_tracer"; then
+  cmake --build "$build" --target streamrace_tracer -j"$(nproc)" >/dev/null
+fi
 default_trace="samples/traces/zero1-synthetic"
 [ -d samples/traces/deepspeed-0.14.2 ] && default_trace="samples/traces/deepspeed-0.14.2"
 inputs=("$@")
