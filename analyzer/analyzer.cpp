@@ -3,7 +3,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <atomic>
+#include <exception>
 #include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "analyzer/trace_analysis.h"
 #include "traceformat/input_file.h"
@@ -22,16 +27,69 @@ struct Analyzer::Impl {
 Analyzer::Analyzer(AnalyzerOptions opts) : impl_(std::make_unique<Impl>()) { impl_->opts = std::move(opts); }
 Analyzer::~Analyzer() = default;
 
-void Analyzer::add_trace(const std::string& path) {
-  TraceAnalysis ta(path, impl_->opts);
+// What one trace contributes before it is merged with the others.
+struct Analyzer::Outcome {
+  TraceSummary summary;
+  uint64_t graph_launches = 0;
+  std::vector<Notice> notices;
+  std::vector<Finding> findings;
+};
+
+void Analyzer::add_trace(const std::string& path) { merge(analyze_one(path, impl_->opts)); }
+
+void Analyzer::add_traces(const std::vector<std::string>& paths, unsigned jobs,
+                          const std::function<void(size_t)>& done) {
+  if (jobs == 0) jobs = std::max(1u, std::thread::hardware_concurrency());
+  jobs = unsigned(std::min<size_t>(jobs, paths.size()));
+  if (jobs <= 1) {
+    for (size_t i = 0; i < paths.size(); ++i) {
+      add_trace(paths[i]);
+      if (done) done(i);
+    }
+    return;
+  }
+  AnalyzerOptions opts = impl_->opts;
+  opts.progress = nullptr;  // per-chunk progress from several threads would interleave
+  std::vector<std::optional<Outcome>> outcomes(paths.size());
+  std::vector<std::exception_ptr> errors(paths.size());
+  std::atomic<size_t> next{0};
+  std::mutex done_mu;
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < paths.size();) {
+      try {
+        outcomes[i] = analyze_one(paths[i], opts);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+      if (done) {
+        std::lock_guard lock(done_mu);
+        done(i);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < jobs; ++t) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (errors[i]) std::rethrow_exception(errors[i]);
+    merge(std::move(*outcomes[i]));
+  }
+}
+
+Analyzer::Outcome Analyzer::analyze_one(const std::string& path, const AnalyzerOptions& opts) {
+  TraceAnalysis ta(path, opts);
   ta.run();
+  return Outcome{ta.summary(), ta.graph_launches(), ta.notices(), ta.findings()};
+}
+
+void Analyzer::merge(Outcome&& o) {
   auto& r = impl_->result;
-  r.traces.push_back(ta.summary());
-  r.records += ta.summary().records;
-  r.accesses += ta.summary().accesses;
-  r.unanalysed_graph_launches += ta.graph_launches();
-  r.notices.insert(r.notices.end(), ta.notices().begin(), ta.notices().end());
-  for (Finding& f : ta.findings()) {
+  r.records += o.summary.records;
+  r.accesses += o.summary.accesses;
+  r.traces.push_back(std::move(o.summary));
+  r.unanalysed_graph_launches += o.graph_launches;
+  r.notices.insert(r.notices.end(), std::make_move_iterator(o.notices.begin()), std::make_move_iterator(o.notices.end()));
+  for (Finding& f : o.findings) {
     auto [it, inserted] = impl_->by_fingerprint.emplace(f.fingerprint, r.findings.size());
     if (inserted) {
       r.findings.push_back(std::move(f));

@@ -43,11 +43,21 @@ class Analyzer {
   ~Analyzer();
   // Analyses one trace file. Throws trace::TraceError on unreadable input.
   void add_trace(const std::string& path);
+  // Analyses `paths` on up to `jobs` threads (0: the machine's cores) and merges them in the
+  // order given, so the result is the same as add_trace on each in turn. The traces of a job
+  // are independent (device memory is per process). `done(i)` is called, one call at a time,
+  // as trace i finishes. Throws the error of the first unreadable trace in that order (the
+  // options' progress callback is not called when more than one thread runs).
+  void add_traces(const std::vector<std::string>& paths, unsigned jobs,
+                  const std::function<void(size_t)>& done = {});
   // Merges findings of all traces (same fingerprint = one finding) and returns them.
   AnalysisResult finish();
 
  private:
   struct Impl;
+  struct Outcome;
+  static Outcome analyze_one(const std::string& path, const AnalyzerOptions& opts);
+  void merge(Outcome&& o);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -22,6 +22,7 @@ struct AnalyzeArgs {
   std::vector<std::string> formats;
   std::string output;
   int error_exitcode = kExitRaces;
+  unsigned jobs = 0;  // -j: 0 = one thread per core
   bool separate_threads = false;
   bool unknown_blocking = false;
   bool kernel_extent_allocation = false;
@@ -76,11 +77,11 @@ int run_analyze(const AnalyzeArgs& a) {
     opts.kernel_pointers_unknown_direction = a.no_const_reads;
     opts.progress = [&](uint64_t bytes, uint64_t) { meter.update(done + bytes); };
     analysis::Analyzer analyzer(opts);
-    for (const auto& path : paths) {
-      analyzer.add_trace(path);
+    analyzer.add_traces(paths, a.jobs, [&](size_t i) {
       std::error_code ec;
-      done += std::filesystem::file_size(path, ec);
-    }
+      done += std::filesystem::file_size(paths[i], ec);
+      meter.update(done);
+    });
     meter.finish();
     result = analyzer.finish();
   } catch (const trace::TraceError& e) {
@@ -122,7 +123,8 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   auto* sub = app.add_subcommand("analyze", "Analyse trace files (or directories of *.srace files) and report races");
   sub->add_option("traces", args->inputs, "Trace files or directories")->required();
   sub->add_option("-f,--format", args->formats,
-                  "Report format: text (default), json, ... ; NAME=FILE writes that format to FILE; repeatable");
+                  "Report format: text (default), json, ... ; NAME=FILE writes that format to FILE; repeatable")
+      ->allow_extra_args(false);  // one value per occurrence: never swallows the positionals after it
   sub->add_option("-o,--output", args->output, "Write the (single) report format to FILE instead of stdout");
   sub->add_option("--error-exitcode", args->error_exitcode, "Exit status when races are found")
       ->capture_default_str();
@@ -139,6 +141,8 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--ignore-precise", args->ignore_precise,
                 "Analyse precise-mode traces as the default tier (ignore the measured kernel ranges)");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
+  sub->add_option("-j,--jobs", args->jobs, "Traces analysed in parallel (0 = one per core); the report is the same for any value")
+      ->capture_default_str();
   sub->add_flag("--force-output", args->force_output,
                 "Write a report through an output path that is a symbolic link (refused by default)");
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");

@@ -24,6 +24,7 @@ namespace {
 
 struct CheckArgs {
   std::vector<std::string> inputs;
+  unsigned jobs = 0;  // -j: 0 = one thread per core
   std::vector<std::string> formats;
   std::string output;
   std::string baseline;
@@ -96,6 +97,7 @@ int run_check(const CheckArgs& a) {
     report::LoadOptions lo;
     lo.analyzer.separate_host_threads = a.separate_threads;
     lo.analyzer.unknown_streams_blocking = a.unknown_blocking;
+    lo.jobs = a.jobs;
     loaded = report::load_findings(a.inputs, lo);
   } catch (const report::InputError& e) {
     return bad_input(e.what());
@@ -213,12 +215,16 @@ RegisterCommand reg("check", 30, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--baseline", args->baseline, "Accepted findings (JSON); only findings not in it fail the check");
   sub->add_flag("--update-baseline", args->update_baseline, "Write the current findings to the --baseline file and pass");
   sub->add_option("--suppressions", args->suppressions,
-                  "Suppression file (lines race:GLOB, kernel:GLOB, stream:GLOB, file:GLOB, fingerprint:GLOB); repeatable");
+                  "Suppression file (lines race:GLOB, kernel:GLOB, stream:GLOB, file:GLOB, fingerprint:GLOB); repeatable")
+      ->allow_extra_args(false);  // one value per occurrence: never swallows the positionals after it
   sub->add_option("-f,--format", args->formats,
-                  "Report format: text (default), json, sarif, junit, perfetto, html; NAME=FILE writes to FILE; repeatable");
+                  "Report format: text (default), json, sarif, junit, perfetto, html; NAME=FILE writes to FILE; repeatable")
+      ->allow_extra_args(false);  // one value per occurrence: never swallows the positionals after it
   sub->add_option("-o,--output", args->output, "Write the (single) report format to FILE instead of stdout");
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
+  sub->add_option("-j,--jobs", args->jobs, "Traces analysed in parallel (0 = one per core); the verdict is the same for any value")
+      ->capture_default_str();
   sub->add_flag("--force-output", args->force_output,
                 "Write reports or the baseline through output paths that are symbolic links (refused by default)");
   sub->add_flag("--separate-host-threads", args->separate_threads, "As for analyze");

@@ -155,13 +155,12 @@ LoadedFindings load_findings(const std::vector<std::string>& inputs, const LoadO
     };
     try {
       analysis::Analyzer analyzer(aopts);
-      for (const auto& p : out.trace_paths) {
-        analyzer.add_trace(p);
+      analyzer.add_traces(out.trace_paths, opts.jobs, [&](size_t i) {
         std::error_code ec;
-        auto size = fs::file_size(p, ec);
+        auto size = fs::file_size(out.trace_paths[i], ec);
         base += ec ? 0 : size;
         if (opts.progress) meter.update(base);
-      }
+      });
       meter.finish();
       add_result(out.result, analyzer.finish());
     } catch (const analysis::TraceInputError& e) {

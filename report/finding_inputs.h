@@ -28,6 +28,7 @@ struct LoadedFindings {
 struct LoadOptions {
   analysis::AnalyzerOptions analyzer;  // its progress callback is set by load_findings
   bool progress = true;                // a meter on stderr when it is a terminal
+  unsigned jobs = 0;                   // traces analysed in parallel (0 = one per core)
 };
 
 // Which kind of input `path` (a regular file) holds. Throws InputError for anything else.
