@@ -32,8 +32,14 @@ int main(int argc, char** argv) {
     eo.compress = !no_compress;
     if (shape == "training") {
       Schedule s = make_zero_schedule(synthetic_training_config(allocations, seed));
-      // The step is repeated until the trace holds about `events` calls.
+      // Steps are written until the trace holds about `events` calls. Each step draws its side
+      // traffic and churn afresh (seed + step), as one long program would: repeating the first
+      // step's draws would set and churn the same ~12 % of the buffers again and again and leave
+      // the others untouched (the removed generator's trace touched nearly all of them).
       eo.steps = uint32_t(std::max<uint64_t>(1, (events + s.actions.size() / 2) / s.actions.size()));
+      eo.step_schedule = [&](uint32_t step) {
+        return make_zero_schedule(synthetic_training_config(allocations, seed + step));
+      };
       eo.producer = "streamrace-tracegen training (synthetic ZeRO-1 training shape)";
       auto r = emit_trace(s, out, eo);
       std::cout << "records=" << r.calls << "\n";

@@ -78,6 +78,29 @@ std::vector<uint64_t> emitted_addresses(const Schedule& s, uint64_t* next_out = 
   return out;
 }
 
+// A schedule of EmitOptions::step_schedule must fit the buffers, streams and events that
+// the first schedule set up.
+void check_step_schedule(const Schedule& first, const Schedule& s, uint32_t step) {
+  const auto bad = [&](const std::string& what) {
+    throw std::invalid_argument("step " + std::to_string(step) + "'s schedule differs from the first: " + what);
+  };
+  if (s.buffers.size() != first.buffers.size()) bad("buffer count");
+  for (size_t i = 0; i < s.buffers.size(); ++i)
+    if (s.buffers[i].bytes != first.buffers[i].bytes || s.buffers[i].alloc != first.buffers[i].alloc ||
+        s.buffers[i].address != first.buffers[i].address)
+      bad("buffer " + s.buffers[i].name);
+  if (s.streams.size() != first.streams.size()) bad("stream count");
+  for (size_t i = 0; i < s.streams.size(); ++i)
+    if (s.streams[i].kind != first.streams[i].kind || s.streams[i].handle != first.streams[i].handle)
+      bad("stream " + s.streams[i].name);
+  if (s.events.size() != first.events.size()) bad("event count");
+  if (s.elem_bytes != first.elem_bytes || s.dtype != first.dtype || s.rank != first.rank || s.world != first.world)
+    bad("element type, rank or world");
+  if (s.live_at_start() != first.live_at_start() || !s.lifetimes_balanced()) bad("allocation lifetimes");
+  auto errs = s.validate();
+  if (!errs.empty()) bad("not well formed: " + errs.front());
+}
+
 }  // namespace
 
 uint64_t emitted_address(const Schedule& s, uint32_t buffer) { return emitted_addresses(s)[buffer]; }
@@ -133,12 +156,21 @@ EmitResult emit_trace(const Schedule& s, const std::string& path, const EmitOpti
   std::vector<uint64_t> freed;
   const uint32_t es = s.elem_bytes ? s.elem_bytes : 1;
 
-  // Stack ids, interned in the first step and reused by the others.
+  // Stack ids, interned in the first step and reused by the others (interned again for each
+  // schedule of opts.step_schedule).
   std::vector<uint32_t> stack_of_action(s.actions.size(), 0);
+  Schedule step_copy;
   for (uint32_t step = 0; step < nsteps; ++step) {
-    for (uint32_t i = 0; i < s.actions.size(); ++i) {
-      const Action& a = s.actions[i];
-      if (step == 0 && !a.stack.empty()) {
+    const bool fresh = step == 0 || bool(opts.step_schedule);
+    if (step > 0 && opts.step_schedule) {
+      step_copy = opts.step_schedule(step);
+      check_step_schedule(s, step_copy, step);
+      stack_of_action.assign(step_copy.actions.size(), 0);
+    }
+    const Schedule& cur = step > 0 && opts.step_schedule ? step_copy : s;
+    for (uint32_t i = 0; i < cur.actions.size(); ++i) {
+      const Action& a = cur.actions[i];
+      if (fresh && !a.stack.empty()) {
         std::vector<trace::SiteFrame> frames;
         for (const auto& f : a.stack) frames.push_back(trace::SiteFrame{f.file, f.function, f.line, f.python});
         stack_of_action[i] = b.stack(frames);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,11 @@ struct EmitOptions {
   int64_t pid = 0;              // 0: 1000 + rank
   std::string producer = "streamrace replay";  // the header's producer
   bool compress = true;         // zstd chunks
+  // When set, step k >= 1 writes the schedule this returns for k instead of the first one
+  // again: a program whose steps differ (fresh random side traffic, other buffers churned).
+  // Each must have the first schedule's buffers (sizes), streams and events and balanced
+  // lifetimes; emit_trace throws std::invalid_argument otherwise.
+  std::function<Schedule(uint32_t step)> step_schedule;
 };
 
 struct EmitResult {

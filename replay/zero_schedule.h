@@ -102,7 +102,9 @@ ZeroConfig synthetic_bucket_config(ZeroFix fix, int rank);
 //   parameters with a 64 KiB gradient and a 64 KiB weight each, 8 MiB buckets, 8 ranks (this
 //   is rank 0), the seed's event fix, collectives on the NCCL stream, side traffic on 5
 //   more streams (8 streams in all), allocation churn one time in 64 and a 64-event pool.
-//   Repeating its step gives the trace any length.
+//   Writing steps one after another gives the trace any length; streamrace-tracegen builds
+//   step k with seed + k, so each step sets and churns other buffers (one step repeated would
+//   hit the same ~12 % of them every time and leave the analyzer's shadow mostly unsplit).
 ZeroConfig synthetic_training_config(int allocations, uint64_t seed);
 
 // Builds the schedule; throws std::invalid_argument naming the bad parameter.

@@ -280,3 +280,35 @@ TEST(ScheduleLifetime, TrainingShapeHasTheBenchmarkChurnAndEventPool) {
     EXPECT_FALSE(r.deadlock) << seed;
   }
 }
+
+TEST(ScheduleLifetime, StepSchedulesDrawTheirSideTrafficAfresh) {
+  // The benchmark's trace generator gives every step its own side-traffic and churn draws;
+  // repeating the first step would set the same buffers every step.
+  const auto step = [](uint32_t k) { return make_zero_schedule(synthetic_training_config(200, 1 + k)); };
+  const Schedule first = step(0);
+  const std::string path = temp_path("steps.srace");
+  EmitOptions eo;
+  eo.precise_kernels = false;
+  eo.steps = 4;
+  eo.step_schedule = step;
+  emit_trace(first, path, eo);
+  // Memset targets per step (4 KiB at a buffer's start; churned buffers move, so count
+  // targets by step and compare the sets).
+  std::vector<std::vector<uint64_t>> memsets(1);
+  tr::TraceReader r(path);
+  size_t pieces = 0;
+  r.for_each([&](const tr::RecordView& v) {
+    if (v.kind == tr::RecordKind::kMemset) memsets.back().push_back(v.as<tr::Memset>().dst);
+    // Each step ends with the epilogue's device synchronize.
+    if (v.kind == tr::RecordKind::kDeviceSynchronize) memsets.emplace_back(), ++pieces;
+  });
+  EXPECT_EQ(pieces, 4u);
+  ASSERT_GE(memsets.size(), 4u);
+  EXPECT_NE(memsets[0], memsets[1]);
+  EXPECT_NE(memsets[1], memsets[2]);
+  std::filesystem::remove(path);
+  // A step schedule with other buffers than the first is refused.
+  eo.step_schedule = [](uint32_t k) { return make_zero_schedule(synthetic_training_config(202, 1 + k)); };
+  EXPECT_THROW(emit_trace(first, path, eo), std::invalid_argument);
+  std::filesystem::remove(path);
+}
