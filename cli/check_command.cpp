@@ -141,6 +141,7 @@ int run_check(const CheckArgs& a) {
       for (const auto* f : fresh) shown_text.findings.push_back(*f);
       shown = &shown_text;
     }
+    ro.left_out_baselined = shown == &shown_text ? known.size() : 0;
     if ((o.format == "perfetto" || o.format == "html") && !timeline) {
       try {
         timeline = loaded.trace_paths.empty() ? analysis::Timeline{} : analysis::build_timeline(loaded.trace_paths);

@@ -46,6 +46,7 @@ void write_format(const std::string& format, std::ostream& out, const analysis::
   if (format == "text") {
     TextOptions t;
     t.color = opts.color;
+    t.left_out_baselined = opts.left_out_baselined;
     write_text(out, result, t);
   } else if (format == "json") {
     nlohmann::json j = result;

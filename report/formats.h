@@ -26,6 +26,9 @@ struct ReportOptions {
   // otherwise every finding counts as new.
   bool have_baseline = false;
   std::set<std::string> baselined;
+  // Text only: findings left out of the result because the baseline accepts them (`check`
+  // shows only new ones); the summary line names them instead of saying "no races found".
+  size_t left_out_baselined = 0;
   // Perfetto and HTML draw ops around the races. Give the traces the result came from and
   // the timeline is built from them on demand (or pass one already built in `timeline`).
   std::vector<std::string> trace_paths;

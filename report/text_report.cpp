@@ -59,7 +59,7 @@ std::string join_ranks(const std::vector<int>& ranks) {
 
 }  // namespace
 
-std::string summary_line(const AnalysisResult& r) {
+std::string summary_line(const AnalysisResult& r, size_t left_out_baselined) {
   uint64_t certain = 0, possible = 0, occ = 0;
   for (const auto& f : r.findings) {
     (f.confidence == Confidence::kCertain ? certain : possible)++;
@@ -67,15 +67,21 @@ std::string summary_line(const AnalysisResult& r) {
   }
   size_t traces = r.traces.size();
   size_t blind = r.blind_traces();
+  const std::string baselined =
+      left_out_baselined == 0
+          ? std::string()
+          : fmt::format(" ({} baselined finding{} not shown)", left_out_baselined, left_out_baselined == 1 ? "" : "s");
   if (r.findings.empty() && blind)
     return fmt::format("streamrace: no verdict: {} of {} trace{} captured no CUDA calls (see the errors above)", blind,
                        traces, traces == 1 ? "" : "s");
+  if (r.findings.empty() && left_out_baselined)
+    return fmt::format("streamrace: no new races in {} trace{}{}", traces, traces == 1 ? "" : "s", baselined);
   if (r.findings.empty())
     return fmt::format("streamrace: no races found in {} trace{} ({} accesses checked)", traces, traces == 1 ? "" : "s",
                        r.accesses);
-  return fmt::format("streamrace: {} race{} ({} certain, {} possible) in {} trace{}, {} occurrence{}", r.findings.size(),
-                     r.findings.size() == 1 ? "" : "s", certain, possible, traces, traces == 1 ? "" : "s", occ,
-                     occ == 1 ? "" : "s");
+  return fmt::format("streamrace: {} {}race{} ({} certain, {} possible) in {} trace{}, {} occurrence{}{}",
+                     r.findings.size(), left_out_baselined ? "new " : "", r.findings.size() == 1 ? "" : "s", certain,
+                     possible, traces, traces == 1 ? "" : "s", occ, occ == 1 ? "" : "s", baselined);
 }
 
 void write_text(std::ostream& out, const AnalysisResult& r, const TextOptions& opts) {
@@ -106,7 +112,7 @@ void write_text(std::ostream& out, const AnalysisResult& r, const TextOptions& o
   if (!r.findings.empty()) out << "==================\n";
   for (const Notice& n : r.notices)
     out << fmt::format("streamrace: {}{}{}: {}\n", n.level == "info" ? p.blue : p.yellow, n.level, p.reset, n.text);
-  out << fmt::format("{}{}{}\n", p.bold, summary_line(r), p.reset);
+  out << fmt::format("{}{}{}\n", p.bold, summary_line(r, opts.left_out_baselined), p.reset);
 }
 
 }  // namespace streamrace::report

@@ -68,6 +68,14 @@ TEST_F(CheckCommand, BaselinedFindingPassesAndUpdateWritesTheBaseline) {
   EXPECT_EQ(r.out, "streamrace check: 0 new findings, 1 baselined, 0 suppressed - passed\n");
   EXPECT_EQ(testing::read_file(dir_.file("out.xml")).find("<failure"), std::string::npos);
 
+  // The text report shows only new findings; its summary names the baselined ones instead of
+  // saying "no races found".
+  auto t = streamrace("check racy --baseline base.json -f text");
+  EXPECT_EQ(t.status, 0) << t.err;
+  EXPECT_EQ(t.out,
+            "streamrace: no new races in 2 traces (1 baselined finding not shown)\n"
+            "streamrace check: 0 new findings, 1 baselined, 0 suppressed - passed\n");
+
   // A CSAN finding is not in that baseline: it fails on its own.
   auto c = streamrace("check racy csan_bucket.log --baseline base.json -f json=out.json");
   EXPECT_EQ(c.status, 1);
