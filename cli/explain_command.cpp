@@ -12,6 +12,7 @@
 #include "report/finding_class.h"
 #include "report/finding_inputs.h"
 #include "analyzer/timeline.h"
+#include "traceformat/call_stream.h"
 
 namespace streamrace::cli {
 namespace {
@@ -114,9 +115,17 @@ int run_explain(const ExplainArgs& a) {
   out << fmt::format("\nOverlap: {} bytes at {:#x}\n", f.overlap_bytes, f.overlap_addr);
   if (!f.missing_edge.empty()) out << "Missing edge: " << f.missing_edge << "\n";
   if (!f.fix.empty()) out << "Fix: " << f.fix << "\n";
-  if (f.fix_edit.record_stream || f.fix_edit.wait_stream)
-    out << fmt::format("Fix edit: record an event on stream {:#x} after call #{}; make stream {:#x} wait on it before call #{}\n",
-                       f.fix_edit.record_stream, f.fix_edit.after_seq, f.fix_edit.wait_stream, f.fix_edit.before_seq);
+  if (f.fix_edit.record_stream || f.fix_edit.wait_stream) {
+    // Streams by the name the accesses give them (never the raw legacy-stream handle).
+    auto name = [&](uint64_t s) {
+      for (const analysis::Access* a : {&f.earlier, &f.later})
+        if (a->stream == s && !a->stream_label.empty()) return a->stream_label;
+      return trace::stream_label(s, {});
+    };
+    out << fmt::format("Fix edit: record an event on {} after call #{}; make {} wait on it before call #{}\n",
+                       name(f.fix_edit.record_stream), f.fix_edit.after_seq, name(f.fix_edit.wait_stream),
+                       f.fix_edit.before_seq);
+  }
   std::string ranks;
   for (int r : f.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
   out << fmt::format("\nOccurrences: {} in all{}\n", f.occurrences, ranks.empty() ? "" : "; ranks " + ranks);

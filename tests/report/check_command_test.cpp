@@ -205,8 +205,17 @@ TEST_F(CheckCommand, ExplainTellsTheWholeStory) {
                            "  #0  fill_bucket /work/proj/train/bucket.py:41", "  #1  backward /work/proj/train/step.py:16",
                            "Earlier access: ncclAllReduce (nccl) on stream 0x1001 (non-blocking, device 0)",
                            "Occurrences: 2 in all; ranks 0, 1", "rank 0: 1 time", "rank 1: 1 time",
-                           "<- earlier access", "<- later access", "(waits for event"})
+                           "<- earlier access", "<- later access", "(waits for event",
+                           "Fix edit: record an event on stream 0x1001 (non-blocking, device 0) after call #",
+                           "; make stream 0x1000 (non-blocking, device 0) wait on it before call #"})
     EXPECT_NE(r.out.find(part), std::string::npos) << part << "\n" << r.out;
+  // The legacy default stream is named, never shown as its raw handle.
+  const std::string synthetic = std::string(STREAMRACE_SOURCE_DIR) + "/samples/traces/zero1-synthetic";
+  auto doc = nlohmann::json::parse(streamrace("analyze --format json " + synthetic).out);
+  auto l = streamrace("explain " + doc["findings"][0]["fingerprint"].get<std::string>() + " " + synthetic);
+  EXPECT_EQ(l.status, 0) << l.err;
+  EXPECT_NE(l.out.find("; make legacy default stream (device 0) wait on it before call #"), std::string::npos) << l.out;
+  EXPECT_EQ(l.out.find("0xffffffff00000000"), std::string::npos) << l.out;
   auto missing = streamrace("explain ffffffffffffffff racy");
   EXPECT_EQ(missing.status, 2);
   EXPECT_EQ(missing.err,
