@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <string>
+#include <string_view>
 
 namespace streamrace::report {
 
@@ -18,6 +19,21 @@ struct Palette {
   const char* blue = "";
   const char* reset = "";
 };
+
+// Text from a trace (kernel names, paths, functions, notices) may hold control characters:
+// a terminal would act on escape sequences in them. Every such byte is shown as \xNN.
+std::string safe(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f)
+      out += fmt::format("\\x{:02x}", u);
+    else
+      out += c;
+  }
+  return out;
+}
 
 std::string capitalize(std::string s) {
   if (!s.empty() && s[0] >= 'a' && s[0] <= 'z') s[0] = char(s[0] - 'a' + 'A');
@@ -36,15 +52,15 @@ void write_stack(std::ostream& out, const Access& a, size_t max_frames) {
       break;
     }
     if (f.python || f.line)
-      out << fmt::format("    #{} {}:{} in {}\n", n, f.file, f.line, f.function.empty() ? "?" : f.function);
+      out << fmt::format("    #{} {}:{} in {}\n", n, safe(f.file), f.line, f.function.empty() ? "?" : safe(f.function));
     else
-      out << fmt::format("    #{} {} ({}+{:#x})\n", n, f.function.empty() ? "??" : f.function, f.file, f.pc);
+      out << fmt::format("    #{} {} ({}+{:#x})\n", n, f.function.empty() ? "??" : safe(f.function), safe(f.file), f.pc);
     ++n;
   }
 }
 
 void write_access(std::ostream& out, const char* intro, const Access& a, const Palette& p, size_t max_frames) {
-  out << fmt::format("  {}{} of {} bytes at {:#x} by {} ({}) on {}, call #{}, thread {}:{}\n", p.bold, intro, a.bytes, a.addr, a.op, a.op_kind, a.stream_label, a.seq, a.thread, p.reset);
+  out << fmt::format("  {}{} of {} bytes at {:#x} by {} ({}) on {}, call #{}, thread {}:{}\n", p.bold, intro, a.bytes, a.addr, safe(a.op), safe(a.op_kind), safe(a.stream_label), a.seq, a.thread, p.reset);
   write_stack(out, a, max_frames);
 }
 
@@ -99,11 +115,11 @@ void write_text(std::ostream& out, const AnalysisResult& r, const TextOptions& o
     out << "\n";
     if (f.earlier.alloc_bytes)
       out << fmt::format("  Location: {} bytes inside a {}-byte {} allocation at {:#x}\n", f.overlap_bytes,
-                         f.earlier.alloc_bytes, f.earlier.alloc_kind, f.earlier.alloc_base);
+                         f.earlier.alloc_bytes, safe(f.earlier.alloc_kind), f.earlier.alloc_base);
     else
       out << fmt::format("  Location: memory the trace never saw allocated\n");
-    out << fmt::format("  {}Missing edge:{} {}\n", p.bold, p.reset, f.missing_edge);
-    out << fmt::format("  {}Suggested fix:{} {}\n", p.bold, p.reset, f.fix);
+    out << fmt::format("  {}Missing edge:{} {}\n", p.bold, p.reset, safe(f.missing_edge));
+    out << fmt::format("  {}Suggested fix:{} {}\n", p.bold, p.reset, safe(f.fix));
     out << fmt::format("  Occurrences: {} on rank{} {}", f.occurrences, f.ranks.size() == 1 ? "" : "s",
                        join_ranks(f.ranks));
     if (f.mode != "default") out << fmt::format(" ({} mode)", f.mode);
@@ -111,7 +127,7 @@ void write_text(std::ostream& out, const AnalysisResult& r, const TextOptions& o
   }
   if (!r.findings.empty()) out << "==================\n";
   for (const Notice& n : r.notices)
-    out << fmt::format("streamrace: {}{}{}: {}\n", n.level == "info" ? p.blue : p.yellow, n.level, p.reset, n.text);
+    out << fmt::format("streamrace: {}{}{}: {}\n", n.level == "info" ? p.blue : p.yellow, safe(n.level), p.reset, safe(n.text));
   out << fmt::format("{}{}{}\n", p.bold, summary_line(r, opts.left_out_baselined), p.reset);
 }
 

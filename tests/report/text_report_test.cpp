@@ -41,3 +41,32 @@ TEST(TextReport, TraceThatCapturedNothingGivesNoVerdict) {
 
 }  // namespace
 }  // namespace streamrace
+
+namespace streamrace {
+namespace {
+
+// Names and paths come from the traced process: escape sequences in them must reach the
+// terminal as text, never as control bytes (a kernel named "\x1b[2J" would clear the screen).
+TEST(TextReport, ControlCharactersFromTheTraceAreEscaped) {
+  analysis::AnalysisResult r;
+  r.traces.resize(1);
+  analysis::Finding f;
+  f.later.op = "evil\x1b[2Jkernel";
+  f.later.stream_label = "stream 0x1000 (non-blocking, device 0)";
+  f.later.stack.push_back(analysis::Frame{"/tmp/a\x07.py", "fn\x1b]0;title\x07", 3, true, 0});
+  f.earlier.op = "cudaMemcpyAsync";
+  f.missing_edge = "edge\r\n";
+  r.findings.push_back(f);
+  r.notices.push_back(analysis::Notice{"warning", "t.srace", "note\x1b[31m"});
+  std::ostringstream out;
+  report::write_text(out, r);
+  const std::string text = out.str();
+  for (char c : text) EXPECT_TRUE(c == '\n' || static_cast<unsigned char>(c) >= 0x20) << int(c);
+  EXPECT_NE(text.find("by evil\\x1b[2Jkernel ("), std::string::npos) << text;
+  EXPECT_NE(text.find("    #0 /tmp/a\\x07.py:3 in fn\\x1b]0;title\\x07\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Missing edge: edge\\x0d\\x0a\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("streamrace: warning: note\\x1b[31m\n"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace streamrace
