@@ -253,7 +253,10 @@ int run_trace(const TraceArgs& a) {
       sims.emplace_back(before, after);
     }
   }
-  const bool fixed = res.fixed();
+  // No finding to fix is its own verdict, never "fixed".
+  const bool nothing = res.verdict.targeted.empty() && res.verdict.introduced.empty();
+  const bool fixed = !nothing && res.fixed();
+  const char* verdict = nothing ? "nothing to fix" : fixed ? "fixed" : "not fixed";
   if (a.format == "json") {
     nlohmann::json traces_j = nlohmann::json::array();
     for (size_t i = 0; i < res.traces.size(); ++i) {
@@ -271,9 +274,10 @@ int run_trace(const TraceArgs& a) {
                         {"findings_before", res.before.findings.size()}, {"findings_after", res.after.findings.size()},
                         {"rounds", res.rounds}, {"round_cap_hit", res.hit_round_cap},
                         {"targeted", res.verdict.targeted}, {"removed", res.verdict.removed}, {"remaining", res.verdict.remaining},
-                        {"introduced", res.verdict.introduced}, {"traces", traces_j}, {"fixed", fixed}};
+                        {"introduced", res.verdict.introduced}, {"traces", traces_j}, {"fixed", fixed},
+                        {"verdict", verdict}};
     std::cout << j.dump(2) << "\n";
-    return fixed ? kExitClean : kExitRaces;
+    return fixed || nothing ? kExitClean : kExitRaces;
   }
   std::cout << fmt::format("streamrace replay: {} trace(s), {} finding(s) before, {} targeted\n", res.traces.size(),
                            res.before.findings.size(), res.verdict.targeted.size());
@@ -306,8 +310,10 @@ int run_trace(const TraceArgs& a) {
                            res.after.findings.size(), res.verdict.removed.size(), res.verdict.remaining.size(), res.verdict.introduced.size());
   for (const auto& fp : res.verdict.remaining) std::cout << "  still racing: " << fp << "\n";
   for (const auto& fp : res.verdict.introduced) std::cout << "  new finding: " << fp << "\n";
-  std::cout << "edited traces in " << o.out_dir << "\n" << (fixed ? "verdict: fixed\n" : "verdict: NOT fixed\n");
-  return fixed ? kExitClean : kExitRaces;
+  std::cout << "edited traces in " << o.out_dir << "\n"
+            << (nothing ? "verdict: nothing to fix (the input has no findings)\n"
+                        : fixed ? "verdict: fixed\n" : "verdict: NOT fixed\n");
+  return fixed || nothing ? kExitClean : kExitRaces;
 }
 
 const RegisterCommand kRegister("replay", 60, [](CLI::App& app) -> std::function<int()> {
