@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "analyzer/trace_analysis.h"
@@ -128,17 +129,34 @@ std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inp
     if (ec || !fs::exists(st))
       throw trace::TraceError(in + ": " + trace::open_error_reason(ec ? ec.value() : ENOENT));
     if (fs::is_directory(st)) {
+      // The directory and its subdirectories (a job's run directory holds one per launch or
+      // node), links to directories included; each directory is read once, so a link loop
+      // ends.
       std::vector<std::string> found;
-      fs::directory_iterator it(in, ec), end;
-      if (ec) throw trace::TraceError(in + ": cannot read directory: " + trace::open_error_reason(ec.value()));
-      for (; it != end; it.increment(ec)) {
-        if (ec) throw trace::TraceError(in + ": cannot read directory: " + trace::open_error_reason(ec.value()));
-        // Every *.srace entry that is not a directory is a trace: the reader refuses a
-        // dangling or looping link, a FIFO or a device with its own message.
-        std::error_code type_ec;
-        if (it->path().extension() == ".srace" && !it->is_directory(type_ec)) found.push_back(it->path().string());
+      std::set<fs::path> seen;
+      std::vector<fs::path> todo = {fs::path(in)};
+      while (!todo.empty()) {
+        fs::path d = todo.back();
+        todo.pop_back();
+        std::error_code canon_ec;
+        fs::path key = fs::canonical(d, canon_ec);
+        if (canon_ec || !seen.insert(key).second) continue;
+        fs::directory_iterator it(d, ec), end;
+        if (ec) throw trace::TraceError(d.string() + ": cannot read directory: " + trace::open_error_reason(ec.value()));
+        for (; it != end; it.increment(ec)) {
+          if (ec) throw trace::TraceError(d.string() + ": cannot read directory: " + trace::open_error_reason(ec.value()));
+          std::error_code type_ec;
+          const bool is_dir = it->is_directory(type_ec);
+          // Every *.srace entry that is not a directory is a trace: the reader refuses a
+          // dangling or looping link, a FIFO or a device with its own message.
+          if (is_dir)
+            todo.push_back(it->path());
+          else if (it->path().extension() == ".srace")
+            found.push_back(it->path().string());
+        }
       }
-      if (found.empty()) throw trace::TraceError(in + ": directory holds no *.srace trace files");
+      if (found.empty())
+        throw trace::TraceError(in + ": directory holds no *.srace trace files (its subdirectories included)");
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());
     } else {

@@ -73,7 +73,8 @@ using trace::read_input_file;
 // Whether the first bytes of a file are a streamrace trace's.
 bool is_trace_head(std::string_view head);
 
-// Expands directories into the *.srace files they hold (sorted); keeps files as given.
+// Expands directories into the *.srace files they and their subdirectories hold (sorted;
+// a directory reached twice through links is read once); keeps files as given.
 // Throws trace::TraceError for a path that does not exist or a directory with no traces.
 std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs);
 

@@ -164,7 +164,7 @@ TEST_F(CheckCommand, MalformedInputsExitTwoNamingTheFile) {
       {"", "", "check racy --format xml",
        "streamrace check: error: unknown format 'xml' (choose from: text json sarif junit perfetto html)\n"},
       {"empty_dir/.keep", "", "check empty_dir",
-       "streamrace check: error: empty_dir: directory holds no *.srace trace files\n"},
+       "streamrace check: error: empty_dir: directory holds no *.srace trace files (its subdirectories included)\n"},
   };
   for (const auto& c : cases) {
     if (!c.setup_name.empty()) {

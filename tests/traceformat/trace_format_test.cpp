@@ -221,8 +221,27 @@ TEST(TraceFormat, InputsThatAreNotTraces) {
     analysis::expand_trace_inputs({dir.path().string()});
     FAIL();
   } catch (const TraceError& e) {
-    EXPECT_EQ(std::string(e.what()), dir.path().string() + ": directory holds no *.srace trace files");
+    EXPECT_EQ(std::string(e.what()), dir.path().string() + ": directory holds no *.srace trace files (its subdirectories included)");
   }
+}
+
+// `analyze samples/traces/` finds the traces one level down (and deeper, through links to
+// directories as samples/traces/deepspeed-0.14.2 is one), in sorted order; a link loop ends.
+TEST(TraceFormat, DirectoriesAreSearchedRecursively) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.path() / "run" / "b");
+  std::filesystem::create_directories(dir.path() / "run" / "a" / "node0");
+  for (const char* f : {"run/b/r1.srace", "run/a/node0/r0.srace", "run/a/notes.txt"})
+    std::ofstream(dir.file(f)) << "x";
+  std::filesystem::create_directories(dir.path() / "elsewhere");
+  std::ofstream(dir.file("elsewhere/r2.srace")) << "x";
+  std::filesystem::create_directory_symlink(dir.path() / "run", dir.path() / "run" / "a" / "loop");
+  std::filesystem::create_directory_symlink(dir.path() / "elsewhere", dir.path() / "run" / "c");
+  auto found = analysis::expand_trace_inputs({dir.file("run")});
+  ASSERT_EQ(found.size(), 3u);
+  EXPECT_EQ(found[0], dir.file("run/a/node0/r0.srace"));
+  EXPECT_EQ(found[1], dir.file("run/b/r1.srace"));
+  EXPECT_EQ(found[2], dir.file("run/c/r2.srace"));
 }
 
 TEST(TraceFormat, WriterNeverFollowsSymlinksOrOverwrites) {
