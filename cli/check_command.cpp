@@ -25,6 +25,7 @@ namespace {
 struct CheckArgs {
   std::vector<std::string> inputs;
   unsigned jobs = 0;  // -j: 0 = one thread per core
+  int error_exitcode = kExitRaces;  // exit status when the check fails
   std::vector<std::string> formats;
   std::string output;
   std::string baseline;
@@ -203,7 +204,7 @@ int run_check(const CheckArgs& a) {
   for (const auto& n : result.notices)
     if (n.level != "info") s << "  " << n.level << ": " << (n.trace.empty() ? "" : n.trace + ": ") << n.text << "\n";
   (summary_to_stderr ? std::cerr : std::cout) << s.str();
-  return failed ? kExitRaces : kExitClean;
+  return failed ? a.error_exitcode : kExitClean;
 }
 
 RegisterCommand reg("check", 30, [](CLI::App& app) -> std::function<int()> {
@@ -225,6 +226,8 @@ RegisterCommand reg("check", 30, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
   sub->add_option("-j,--jobs", args->jobs, "Traces analysed in parallel (0 = one per core); the verdict is the same for any value")
+      ->capture_default_str();
+  sub->add_option("--error-exitcode", args->error_exitcode, "Exit status when the check fails (new findings)")
       ->capture_default_str();
   sub->add_flag("--force-output", args->force_output,
                 "Write reports or the baseline through output paths that are symbolic links (refused by default)");

@@ -24,6 +24,8 @@ expect "check -f NAME=FILE TRACES --baseline B" 1 $? "$tmp/c.sarif"
 : > "$tmp/empty.supp"
 "$sr" check --suppressions "$tmp/empty.supp" "$traces" --no-color >/dev/null 2>"$tmp/err"
 expect "check --suppressions FILE TRACES" 1 $?
+"$sr" check "$traces" --error-exitcode 7 --no-color >/dev/null 2>"$tmp/err"
+expect "check --error-exitcode 7 (new findings)" 7 $?
 "$sr" analyze -j 1 -f json=$tmp/j1.json "$traces" >/dev/null 2>"$tmp/err"
 expect "analyze -j 1" 1 $? "$tmp/j1.json"
 "$sr" analyze "$traces" -j 3 -f json=$tmp/j3.json >/dev/null 2>"$tmp/err"
