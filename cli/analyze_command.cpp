@@ -23,6 +23,7 @@ struct AnalyzeArgs {
   std::string output;
   int error_exitcode = kExitRaces;
   unsigned jobs = 0;  // -j: 0 = one thread per core
+  size_t max_frames = 8;  // --max-frames: frames per stack in the text report
   bool separate_threads = false;
   bool unknown_blocking = false;
   bool kernel_extent_allocation = false;
@@ -90,6 +91,7 @@ int run_analyze(const AnalyzeArgs& a) {
   }
   for (const auto& [name, file] : outs) {
     report::ReportOptions ro;
+    ro.max_frames = a.max_frames;
     ro.source_root = a.source_root;
     ro.trace_paths = paths;
     if (file.empty() || file == "-") {
@@ -141,6 +143,8 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--ignore-precise", args->ignore_precise,
                 "Analyse precise-mode traces as the default tier (ignore the measured kernel ranges)");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
+  sub->add_option("--max-frames", args->max_frames, "Frames shown per stack in the text report")
+      ->capture_default_str();
   sub->add_option("-j,--jobs", args->jobs, "Traces analysed in parallel (0 = one per core); the report is the same for any value")
       ->capture_default_str();
   sub->add_flag("--force-output", args->force_output,

@@ -25,6 +25,7 @@ namespace {
 struct CheckArgs {
   std::vector<std::string> inputs;
   unsigned jobs = 0;  // -j: 0 = one thread per core
+  size_t max_frames = 8;  // --max-frames: frames per stack in the text report
   int error_exitcode = kExitRaces;  // exit status when the check fails
   std::vector<std::string> formats;
   std::string output;
@@ -81,6 +82,7 @@ int run_check(const CheckArgs& a) {
   report::OutputOptions output_options;
   output_options.follow_symlink = a.force_output;
   report::ReportOptions ro;
+  ro.max_frames = a.max_frames;
   ro.source_root = a.source_root;
   std::vector<report::SuppressionList> suppressions;
   try {
@@ -225,6 +227,8 @@ RegisterCommand reg("check", 30, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("-o,--output", args->output, "Write the (single) report format to FILE instead of stdout");
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
+  sub->add_option("--max-frames", args->max_frames, "Frames shown per stack in the text report")
+      ->capture_default_str();
   sub->add_option("-j,--jobs", args->jobs, "Traces analysed in parallel (0 = one per core); the verdict is the same for any value")
       ->capture_default_str();
   sub->add_option("--error-exitcode", args->error_exitcode, "Exit status when the check fails (new findings)")

@@ -47,6 +47,7 @@ void write_format(const std::string& format, std::ostream& out, const analysis::
     TextOptions t;
     t.color = opts.color;
     t.left_out_baselined = opts.left_out_baselined;
+    t.max_frames = opts.max_frames;
     write_text(out, result, t);
   } else if (format == "json") {
     nlohmann::json j = result;

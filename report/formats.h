@@ -29,6 +29,7 @@ struct ReportOptions {
   // Text only: findings left out of the result because the baseline accepts them (`check`
   // shows only new ones); the summary line names them instead of saying "no races found".
   size_t left_out_baselined = 0;
+  size_t max_frames = 8;  // text only: frames shown per stack (--max-frames)
   // Perfetto and HTML draw ops around the races. Give the traces the result came from and
   // the timeline is built from them on demand (or pass one already built in `timeline`).
   std::vector<std::string> trace_paths;

@@ -31,4 +31,9 @@ expect "analyze -j 1" 1 $? "$tmp/j1.json"
 "$sr" analyze "$traces" -j 3 -f json=$tmp/j3.json >/dev/null 2>"$tmp/err"
 expect "analyze -j 3" 1 $? "$tmp/j3.json"
 cmp -s "$tmp/j1.json" "$tmp/j3.json" && echo "ok   -j 1 and -j 3 give the same report" || { echo "FAIL -j changes the report"; fail=1; }
+"$sr" analyze "$traces" --max-frames 1 --no-color >"$tmp/mf" 2>"$tmp/err"
+expect "analyze --max-frames 1" 1 $?
+if grep -q '^    #1 ' "$tmp/mf" || ! grep -q '^    #0 ' "$tmp/mf" || ! grep -q '^    \.\.\. [0-9]* more frames$' "$tmp/mf"; then
+  echo "FAIL --max-frames 1 shows other than one frame per stack"; fail=1
+else echo "ok   --max-frames 1: one frame per stack, the rest counted"; fi
 exit $fail
