@@ -18,6 +18,7 @@ const char* to_string(RaceKind k) {
     case RaceKind::kWriteAfterRead: return "write-after-read";
     case RaceKind::kWriteAfterWrite: return "write-after-write";
     case RaceKind::kReadAfterWrite: return "read-after-write";
+    case RaceKind::kUseAfterReuse: return "use-after-reuse";
   }
   return "race";
 }
@@ -27,6 +28,7 @@ const char* short_name(RaceKind k) {
     case RaceKind::kWriteAfterRead: return "WAR";
     case RaceKind::kWriteAfterWrite: return "WAW";
     case RaceKind::kReadAfterWrite: return "RAW";
+    case RaceKind::kUseAfterReuse: return "UAR";
   }
   return "RACE";
 }
@@ -135,6 +137,23 @@ void describe_missing_edge(Finding& f, uint32_t seen_clock, uint32_t earlier_clo
       "B.wait_event(ev). B.wait_stream(A) also works but orders B behind everything queued on A, which costs "
       "overlap.",
       e.stream_label, e.op, site_of(e), l.stream_label, l.op, site_of(l));
+  if (f.kind == RaceKind::kUseAfterReuse) {
+    const std::string freed = f.released ? site_of(*f.released) : std::string("<unknown>");
+    f.missing_edge = fmt::format(
+        "The allocator handed these addresses to a new tensor ({} on {}) while {} ({}) on {}, which used the tensor "
+        "that had them before, may still run: that tensor was freed at {} and nothing ordered {}'s work before "
+        "the free.",
+        l.op, l.stream_label, e.op, e.direction, e.stream_label, freed, e.stream_label);
+    f.fix = fmt::format(
+        "Tell the allocator about the other stream before freeing: tensor.record_stream({}) after {} ({}), or keep "
+        "the tensor alive until {} has been made to wait for {} (ev.record({}); {}.wait_event(ev)) before the "
+        "free at {}.",
+        e.stream_label, e.op, site_of(e), l.stream_label, e.stream_label, e.stream_label, l.stream_label, freed);
+    if (f.confidence == Confidence::kPossible)
+      f.fix += " One access's extent is known only from a kernel's pointer argument outside any live block: "
+               "confirm with precise mode (streamrace run --precise) before changing the code.";
+    return;
+  }
   if (e.op_kind == "free" || l.op_kind == "free")
     f.fix += " The memory was released in stream order on one stream while another still used it: free it on the "
              "stream that used it last, or make the freeing stream wait first (PyTorch: tensor.record_stream(B)).";
@@ -223,6 +242,7 @@ void to_json(json& j, const Finding& f) {
            {"occurrences", f.occurrences},
            {"ranks", f.ranks},
            {"where", where}};
+  if (f.released) j["released"] = *f.released;
 }
 
 void from_json(const json& j, Finding& f) {
@@ -231,6 +251,7 @@ void from_json(const json& j, Finding& f) {
   if (kind == "write-after-read") f.kind = RaceKind::kWriteAfterRead;
   else if (kind == "write-after-write") f.kind = RaceKind::kWriteAfterWrite;
   else if (kind == "read-after-write") f.kind = RaceKind::kReadAfterWrite;
+  else if (kind == "use-after-reuse") f.kind = RaceKind::kUseAfterReuse;
   else throw std::runtime_error("unknown finding kind '" + kind + "'");
   std::string conf = j.at("confidence").get<std::string>();
   if (conf != "certain" && conf != "possible") throw std::runtime_error("unknown confidence '" + conf + "'");
@@ -253,6 +274,8 @@ void from_json(const json& j, Finding& f) {
     f.fix_edit.wait_stream = hex_or_number(fx, "wait_on");
     f.fix_edit.before_seq = get_or<uint64_t>(fx, "before_seq", 0);
   }
+  f.released.reset();
+  if (j.contains("released") && !j.at("released").is_null()) f.released = j.at("released").get<Access>();
   f.occurrences = get_or<uint64_t>(j, "occurrences", 1);
   f.ranks = get_or<std::vector<int>>(j, "ranks", {});
   f.where.clear();

@@ -13,7 +13,10 @@ namespace streamrace::analysis {
 
 enum class Confidence { kCertain, kPossible };
 // Named after the later access against the earlier one.
-enum class RaceKind { kWriteAfterRead, kWriteAfterWrite, kReadAfterWrite };
+// kUseAfterReuse: the later access is to a tensor the allocator handed out at addresses an
+// earlier tensor had, while work on another stream that used the earlier tensor was not yet
+// ordered before it (a missing `record_stream` or event wait before the free).
+enum class RaceKind { kWriteAfterRead, kWriteAfterWrite, kReadAfterWrite, kUseAfterReuse };
 
 const char* to_string(Confidence c);    // "certain" / "possible"
 const char* to_string(RaceKind k);      // "write-after-read" / ...
@@ -73,6 +76,8 @@ struct Finding {
   std::string missing_edge;  // one sentence: what would have ordered them
   std::string fix;           // one paragraph: the suggested change
   FixEdit fix_edit;
+  // kUseAfterReuse: where the earlier tensor was released (op "free", its stack and seq).
+  std::optional<Access> released;
   uint64_t occurrences = 0;  // over all traces
   std::vector<int> ranks;    // sorted, distinct
   std::vector<Occurrence> where;

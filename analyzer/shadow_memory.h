@@ -31,6 +31,7 @@ struct AccessEpoch {
   bool also_reads = false;   // a write that reads the same bytes first (in-place collectives)
   bool maybe_write = false;  // kernel pointer argument: direction and extent unknown
   bool inexact = false;      // a read whose extent is unknown (a kernel's `T const*` argument)
+  bool in_block = false;     // a kernel pointer's extent bounded by the allocator block it points into
 };
 
 struct Segment {

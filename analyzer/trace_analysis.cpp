@@ -15,7 +15,11 @@ using namespace streamrace::trace;
 
 namespace {
 
+// Finding allocations that are a caching-allocator block, not a segment the trace allocated.
+constexpr AllocKind kTorchBlockKind = AllocKind(200);
+
 const char* alloc_kind_name(uint8_t k) {
+  if (AllocKind(k) == kTorchBlockKind) return "PyTorch caching allocator block";
   switch (AllocKind(k)) {
     case AllocKind::kDevice: return "cudaMalloc";
     case AllocKind::kAsync: return "cudaMallocAsync";
@@ -169,6 +173,9 @@ void TraceAnalysis::dispatch(const RecordView& r) {
       return;
     case RecordKind::kFree:
       on_free(r.as<Free>());
+      return;
+    case RecordKind::kAllocatorBlock:
+      blocks_.apply(r.as<trace::AllocatorBlock>());
       return;
     case RecordKind::kNcclCommInit: {
       auto c = r.as<NcclCommInit>();
@@ -329,13 +336,27 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
       e.inexact = true;
     }
     e.addr = p;
-    e.bytes = al->base + al->bytes - p;  // extent unknown: from the pointer to the end...
+    e.bytes = kernel_extent(p, *al, e.in_block);  // extent unknown: from the pointer to the end...
     if (!opts_.kernel_extent_to_allocation_end) {
       uint64_t used = exact_extent_.get(p);  // ...unless an exact operation last used a range from here
       if (used != 0 && used < e.bytes) e.bytes = used;
     }
     apply_one(s, e);
   }
+}
+
+uint64_t TraceAnalysis::kernel_extent(uint64_t p, const AllocationShadow& al, bool& in_block) const {
+  in_block = false;
+  const uint64_t to_end = al.base + al.bytes - p;
+  if (!blocks_.active()) return to_end;
+  if (const LiveBlock* b = blocks_.live(p)) {
+    in_block = true;
+    return std::min(to_end, b->addr + b->bytes - p);
+  }
+  // Inside a segment but in no live block (a freed tensor's pointer, or a block allocated
+  // before the tracer attached): up to the next live block.
+  const uint64_t gap = blocks_.gap_extent(p);
+  return gap ? std::min(to_end, gap) : to_end;
 }
 
 void TraceAnalysis::nccl_accesses(const NcclCall& n, const AccessEpoch& proto, std::vector<AccessEpoch>& out) const {
@@ -428,13 +449,19 @@ void TraceAnalysis::on_free(const Free& f) {
       shadow_.release(base, true);
       return;
     }
-    case AllocKind::kVmmMap:
+    case AllocKind::kVmmMap: {
+      const AllocationShadow* al = shadow_.find(f.ptr);
+      if (al) blocks_.forget(al->base, al->bytes);
       shadow_.release(f.ptr, false);
       return;
+    }
     default:
       // cudaFree, cudaFreeHost, cudaFreeArray: the device synchronises first (implicit
       // synchronisation). Arrays have no shadow (ptr is the cudaArray_t).
       if (free_synchronizes_device(f.kind)) hb_.host_joins_device(f.device, f.call.thread);
+      if (const AllocationShadow* al = f.kind != AllocKind::kArray ? shadow_.find(f.ptr) : nullptr;
+          al && al->base == f.ptr)
+        blocks_.forget(al->base, al->bytes);
       if (f.kind != AllocKind::kArray) shadow_.release(f.ptr, false);
       return;
   }
@@ -471,6 +498,18 @@ void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
       Confidence conf = (a.maybe_write || c.earlier.maybe_write || a.inexact || c.earlier.inexact)
                             ? Confidence::kPossible
                             : Confidence::kCertain;
+      // The earlier access was to a tensor that lived at these addresses before the allocator
+      // handed them to the one accessed now. Where both accesses are bounded by their blocks
+      // (or exact), the allocator's reuse itself is certain: the new tensor's op got memory the
+      // earlier op may still use.
+      const LiveBlock* blk = blocks_.active() ? blocks_.live(c.lo) : nullptr;
+      const bool reuse = blk && c.earlier.seq < blk->alloc_seq;
+      if (reuse) {
+        kind = RaceKind::kUseAfterReuse;
+        const bool earlier_bounded = (!c.earlier.maybe_write && !c.earlier.inexact) || c.earlier.in_block;
+        const bool later_bounded = (!a.maybe_write && !a.inexact) || a.in_block;
+        conf = earlier_bounded && later_bounded ? Confidence::kCertain : Confidence::kPossible;
+      }
       SiteKey key{c.earlier.stack_id, c.earlier.name_id, a.stack_id, a.name_id,
                   uint32_t(kind) | uint32_t(conf) << 2 | uint32_t(c.earlier.op) << 4 | uint32_t(a.op) << 8 |
                       uint32_t(c.earlier.write) << 12 | uint32_t(c.earlier.also_reads) << 13 |
@@ -493,6 +532,15 @@ void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
         pf.alloc_base = al ? al->base : 0;
         pf.alloc_bytes = al ? al->bytes : 0;
         pf.alloc_kind = al ? al->kind : 0;
+        if (blk) {
+          pf.alloc_base = blk->addr;
+          pf.alloc_bytes = blk->bytes;
+          pf.alloc_kind = uint8_t(kTorchBlockKind);
+        }
+        if (const ReleasedBlock* rel = reuse ? blocks_.released(c.lo) : nullptr) {
+          pf.has_released = true;
+          pf.released = *rel;
+        }
         pf.seen_clock = s.vc.get(c.earlier.slot);
         pf.first_seq = a.seq;
         pending_.push_back(std::move(pf));
@@ -546,6 +594,24 @@ std::vector<Finding> TraceAnalysis::findings() const {
     f.overlap_addr = pf.overlap_lo;
     f.overlap_bytes = pf.overlap_hi - pf.overlap_lo;
     f.fix_edit = FixEdit{pf.earlier_stream, pf.earlier.seq, pf.later_stream, pf.later.seq};
+    if (pf.has_released) {
+      Access r;
+      r.op = str(pf.released.api);
+      if (r.op.empty()) r.op = "free";
+      r.op_kind = "free";
+      r.direction = "release";
+      r.stream = pf.released.stream;
+      r.stream_label = dict_->label(pf.released.stream);
+      r.addr = pf.released.addr;
+      r.bytes = pf.released.bytes;
+      r.alloc_base = pf.released.addr;
+      r.alloc_bytes = pf.released.bytes;
+      r.alloc_kind = alloc_kind_name(uint8_t(kTorchBlockKind));
+      r.seq = pf.released.seq;
+      r.thread = pf.released.thread;
+      r.stack = resolve_stack(pf.released.stack);
+      f.released = std::move(r);
+    }
     describe_missing_edge(f, pf.seen_clock, pf.earlier.clock);
     f.fingerprint = fingerprint_of(f);
     f.occurrences = pf.count;

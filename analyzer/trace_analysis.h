@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analyzer/address_length_map.h"
+#include "analyzer/allocator_blocks.h"
 #include "analyzer/analyzer.h"
 #include "analyzer/happens_before.h"
 #include "analyzer/shadow_memory.h"
@@ -41,6 +42,8 @@ class TraceAnalysis {
     uint32_t seen_clock;  // the later stream's knowledge of the earlier stream's clock
     uint64_t count = 0;
     uint64_t first_seq = 0, last_seq = 0;
+    bool has_released = false;  // kUseAfterReuse: the earlier tensor's release
+    ReleasedBlock released;
   };
 
   void collect_precise_accesses();
@@ -52,6 +55,9 @@ class TraceAnalysis {
   void on_group_end(const trace::NcclGroupEnd& g);
   void on_alloc(const trace::Alloc& a);
   void on_free(const trace::Free& f);
+  // A kernel pointer argument's extent: to the end of the allocator block it points into
+  // where the trace has blocks, else to the end of its allocation; `in_block` says which.
+  uint64_t kernel_extent(uint64_t p, const AllocationShadow& al, bool& in_block) const;
   // Applies one op's accesses on its (already begun) stream and collects findings.
   void apply(StreamState& s, std::vector<AccessEpoch>& accesses);
   void apply_one(StreamState& s, const AccessEpoch& a);
@@ -67,6 +73,7 @@ class TraceAnalysis {
   AnalyzerOptions opts_;
   HappensBefore hb_;
   ShadowMemory shadow_;
+  AllocatorBlocks blocks_;
   // The trace's strings and stacks: the stream's while it runs, then kept for findings().
   trace::TraceDictionary owned_dict_;
   const trace::TraceDictionary* dict_ = &owned_dict_;

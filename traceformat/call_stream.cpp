@@ -83,6 +83,7 @@ size_t record_fixed_size(RecordKind kind) {
     case RecordKind::kKernelAccess: return sizeof(KernelAccess);
     case RecordKind::kAlloc: return sizeof(Alloc);
     case RecordKind::kFree: return sizeof(Free);
+    case RecordKind::kAllocatorBlock: return sizeof(AllocatorBlock);
     case RecordKind::kNcclCommInit: return sizeof(NcclCommInit);
     case RecordKind::kNcclCall: return sizeof(NcclCall);
     case RecordKind::kNcclGroupStart: return sizeof(NcclGroupStart);

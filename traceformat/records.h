@@ -50,6 +50,7 @@ enum class RecordKind : uint16_t {
   kKernelAccess = 33,  // precise tier: one exact interval of one launch
   kAlloc = 40,
   kFree = 41,
+  kAllocatorBlock = 42,  // a framework allocator's block event (PyTorch's caching allocator)
   kNcclCommInit = 50,
   kNcclCall = 51,
   kNcclGroupStart = 52,
@@ -310,6 +311,35 @@ struct Free {
   AllocKind kind;
   uint8_t reserved0;
   uint16_t reserved1;
+};
+
+// A framework allocator's own view of memory: the blocks (tensor storages) it carves out of
+// the segments it got from cudaMalloc/cuMemMap, as PyTorch's CUDA caching allocator reports
+// them through its trace tracker. `stream` is the block's stream: the allocator hands a
+// freed block out again for work on that stream without waiting for any other.
+enum class BlockAction : uint8_t {
+  kAlloc = 1,          // a block handed to the program (a tensor storage): [addr, addr + bytes)
+  kFreeRequested = 2,  // the program released it (may wait for record_stream uses)
+  kFreeCompleted = 3,  // the allocator may reuse it now
+  kSegmentAlloc = 4,   // the allocator got a segment (cudaMalloc) of its own
+  kSegmentFree = 5,    // ... and gave it back (cudaFree)
+  kSegmentMap = 6,     // expandable segments: a range mapped (cuMemMap)
+  kSegmentUnmap = 7,   // ... and unmapped
+};
+const char* block_action_name(BlockAction a);
+
+enum class BlockAllocator : uint8_t { kTorchCaching = 1 };
+
+struct AllocatorBlock {
+  SR_RECORD(kAllocatorBlock);
+  CallInfo call;    // api_id names the allocator event; the stack is the program's call site
+  uint64_t addr;
+  uint64_t bytes;   // kAlloc: the size requested (the tensor's bytes, not the rounded block)
+  uint64_t stream;  // the block's stream (normalised as every stream in a trace)
+  uint32_t device;
+  BlockAction action;
+  BlockAllocator allocator;
+  uint16_t reserved;
 };
 
 struct NcclCommInit {

@@ -163,6 +163,12 @@ void TraceBuilder::free(uint64_t ptr, AllocKind kind, uint64_t stream, uint32_t 
   maybe_flush();
 }
 
+void TraceBuilder::allocator_block(BlockAction action, uint64_t addr, uint64_t bytes, uint64_t stream, uint32_t device) {
+  const std::string api = std::string("CUDACachingAllocator ") + block_action_name(action);
+  chunk_.add(AllocatorBlock{call(api), addr, bytes, stream, device, action, BlockAllocator::kTorchCaching, 0});
+  maybe_flush();
+}
+
 uint64_t TraceBuilder::kernel(uint64_t stream, std::string_view name, const std::vector<uint64_t>& ptrs,
                               uint32_t device, uint32_t flags) {
   KernelLaunchHead h{};

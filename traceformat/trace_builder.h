@@ -58,6 +58,8 @@ class TraceBuilder {
   uint64_t alloc(uint64_t bytes, AllocKind kind = AllocKind::kDevice, uint64_t stream = 0, uint32_t device = 0,
                  uint64_t ptr = 0);
   void free(uint64_t ptr, AllocKind kind = AllocKind::kDevice, uint64_t stream = 0, uint32_t device = 0);
+  // A PyTorch caching-allocator block event (AllocatorBlock record).
+  void allocator_block(BlockAction action, uint64_t addr, uint64_t bytes, uint64_t stream, uint32_t device = 0);
 
   // Operations; each returns its correlation id.
   uint64_t kernel(uint64_t stream, std::string_view name, const std::vector<uint64_t>& ptrs, uint32_t device = 0,

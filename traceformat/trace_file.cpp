@@ -90,6 +90,7 @@ const char* record_kind_name(RecordKind kind) {
     case RecordKind::kKernelAccess: return "KernelAccess";
     case RecordKind::kAlloc: return "Alloc";
     case RecordKind::kFree: return "Free";
+    case RecordKind::kAllocatorBlock: return "AllocatorBlock";
     case RecordKind::kNcclCommInit: return "NcclCommInit";
     case RecordKind::kNcclCall: return "NcclCall";
     case RecordKind::kNcclGroupStart: return "NcclGroupStart";
@@ -100,6 +101,19 @@ const char* record_kind_name(RecordKind kind) {
     case RecordKind::kNotice: return "Notice";
   }
   return "Unknown";
+}
+
+const char* block_action_name(BlockAction a) {
+  switch (a) {
+    case BlockAction::kAlloc: return "alloc";
+    case BlockAction::kFreeRequested: return "free_requested";
+    case BlockAction::kFreeCompleted: return "free_completed";
+    case BlockAction::kSegmentAlloc: return "segment_alloc";
+    case BlockAction::kSegmentFree: return "segment_free";
+    case BlockAction::kSegmentMap: return "segment_map";
+    case BlockAction::kSegmentUnmap: return "segment_unmap";
+  }
+  return "unknown";
 }
 
 const char* nccl_op_name(NcclOp op) {

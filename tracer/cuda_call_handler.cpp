@@ -246,13 +246,16 @@ void CudaCallHandler::emit(const CudaCall& call, const Emission& e) {
     case CallKind::kAlloc:
       if (call.ptr == 0) return;
       allocs_.insert(LiveAllocation{call.ptr, call.bytes, call.alloc_kind, device()});
-      return record<Alloc>(e.api, [&](auto& r) {
+      record<Alloc>(e.api, [&](auto& r) {
         r.ptr = call.ptr;
         r.bytes = call.bytes;
         r.stream = call.has_stream ? stream() : 0;
         r.device = device();
         r.kind = call.alloc_kind;
       });
+      if (torch_hook_ && (call.alloc_kind == AllocKind::kDevice || call.alloc_kind == AllocKind::kVmmMap))
+        torch_hook_->maybe_attach();
+      return;
     case CallKind::kFree:
       return free(call, e, call.has_stream ? stream() : 0);
     case CallKind::kMemcpy:

@@ -22,6 +22,7 @@
 #include "tracer/cuda_call_table.h"
 #include "tracer/cuda_queries.h"
 #include "tracer/stack_capture.h"
+#include "tracer/torch_allocator_hook.h"
 #include "tracer/trace_recorder.h"
 
 namespace streamrace::tracer {
@@ -55,6 +56,9 @@ class CudaCallHandler {
   // A new recorder (a forked child's): string ids of the old one mean nothing there.
   void set_recorder(TraceRecorder& rec);
   void set_stacks(StackCapture* stacks) { stacks_ = stacks; }
+  // Asked to attach after each device allocation the tracer records (PyTorch's allocator
+  // gets its first segment inside its own malloc: see torch_allocator_hook.h).
+  void set_torch_allocator_hook(TorchAllocatorHook* hook) { torch_hook_ = hook; }
   TraceRecorder& recorder() { return *rec_; }
   AllocationTable& allocations() { return allocs_; }
   CudaQueries& queries() { return queries_; }
@@ -96,6 +100,7 @@ class CudaCallHandler {
   AllocationTable& allocs_;
   CudaQueries& queries_;
   StackCapture* stacks_;
+  TorchAllocatorHook* torch_hook_ = nullptr;
   std::vector<std::atomic<uint32_t>> runtime_names_;
   std::vector<std::atomic<uint32_t>> driver_names_;
 };

@@ -175,7 +175,9 @@ void TracerProcess::create_core_locked() {
   opts.header_provider = [this] { return make_header(); };
   recorder_ = new TraceRecorder(opts);
   stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), parse_stack_mode(std::getenv("STREAMRACE_STACKS")));
-  handler_.store(new CudaCallHandler(*recorder_, allocs_, driver_, stacks_));
+  auto* handler = new CudaCallHandler(*recorder_, allocs_, driver_, stacks_);
+  if (TorchAllocatorHook::enabled_by_env()) handler->set_torch_allocator_hook(new TorchAllocatorHook(*handler));
+  handler_.store(handler);
   install_exit_hooks();
 }
 

@@ -234,6 +234,41 @@ void Interpreter::line(const std::string& verb, Args a) {
     uint64_t p = addr(a.at(0, "address"));
     a.done(1);
     b().free(p, kind, s.empty() ? 0 : stream(s), device);
+  } else if (verb == "segment") {
+    // A caching-allocator segment: the allocator's own event for a traced allocation.
+    uint32_t device = uint32_t(number(a.option("device", "0")));
+    const std::string& al = a.at(0, "allocation");
+    uint64_t bytes = number(a.at(1, "bytes"));
+    a.done(2);
+    b().allocator_block(trace::BlockAction::kSegmentAlloc, addr(al), bytes, 0, device);
+  } else if (verb == "block") {
+    // block NAME ADDRESS BYTES stream=S: the allocator hands out a tensor on stream S.
+    uint32_t device = uint32_t(number(a.option("device", "0")));
+    uint64_t s = stream(a.option("stream", "legacy"));
+    const std::string n = a.at(0, "block name");
+    uint64_t p = addr(a.at(1, "address"));
+    uint64_t bytes = number(a.at(2, "bytes"));
+    a.done(3);
+    b().allocator_block(trace::BlockAction::kAlloc, p, bytes, s, device);
+    bind(n, p);
+  } else if (verb == "block-free") {
+    // block-free ADDRESS BYTES stream=S [deferred]: the program frees a tensor; the
+    // allocator completes the free at once unless `deferred` (record_stream uses pending).
+    bool deferred = a.flag("deferred");
+    uint32_t device = uint32_t(number(a.option("device", "0")));
+    uint64_t s = stream(a.option("stream", "legacy"));
+    uint64_t p = addr(a.at(0, "address"));
+    uint64_t bytes = number(a.at(1, "bytes"));
+    a.done(2);
+    b().allocator_block(trace::BlockAction::kFreeRequested, p, bytes, s, device);
+    if (!deferred) b().allocator_block(trace::BlockAction::kFreeCompleted, p, bytes, s, device);
+  } else if (verb == "block-free-completed") {
+    uint32_t device = uint32_t(number(a.option("device", "0")));
+    uint64_t s = stream(a.option("stream", "legacy"));
+    uint64_t p = addr(a.at(0, "address"));
+    uint64_t bytes = number(a.at(1, "bytes"));
+    a.done(2);
+    b().allocator_block(trace::BlockAction::kFreeCompleted, p, bytes, s, device);
   } else if (verb == "comm") {
     const std::string n = a.at(0, "communicator name");
     int32_t rank = int32_t(number(a.at(1, "rank")));
