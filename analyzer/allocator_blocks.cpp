@@ -106,13 +106,19 @@ const LiveBlock* AllocatorBlocks::live(uint64_t addr) const {
   return last_;
 }
 
-uint64_t AllocatorBlocks::gap_extent(uint64_t addr) const {
-  auto seg = holding(segments_, addr, [](uint64_t end, uint64_t) { return end; });
-  if (seg == segments_.end()) return 0;
-  uint64_t end = seg->second;
-  auto next = live_.upper_bound(addr);
-  if (next != live_.end()) end = std::min(end, next->first);
-  return end > addr ? end - addr : 0;
+uint64_t AllocatorBlocks::kernel_extent(uint64_t p, uint64_t alloc_end, bool& in_block) const {
+  in_block = false;
+  const uint64_t to_end = alloc_end - p;
+  if (!active_) return to_end;
+  if (const LiveBlock* b = live(p)) {
+    in_block = true;
+    return std::min(to_end, b->addr + b->bytes - p);
+  }
+  return released(p) ? 0 : to_end;
+}
+
+bool AllocatorBlocks::in_segment(uint64_t addr) const {
+  return holding(segments_, addr, [](uint64_t end, uint64_t) { return end; }) != segments_.end();
 }
 
 const ReleasedBlock* AllocatorBlocks::released(uint64_t addr) const {

@@ -38,12 +38,18 @@ class AllocatorBlocks {
   void apply(const trace::AllocatorBlock& b);
   // The live block holding `addr`, or nullptr.
   const LiveBlock* live(uint64_t addr) const;
-  // For an address inside an allocator segment but in no live block: the bytes from it to
-  // the next live block or the segment's end; 0 when `addr` is in no known segment.
-  uint64_t gap_extent(uint64_t addr) const;
+  // A kernel pointer argument's extent in an allocation ending at `alloc_end`: to the end of
+  // the live block holding `p` (`in_block`); 0 (no access) for a word pointing into a block
+  // that was released and not handed out again: every tensor a kernel is launched with is
+  // alive at the launch, so such a word is not a tensor pointer (a stale slot of a by-value
+  // argument struct); to `alloc_end` otherwise (no blocks in the trace, memory outside the
+  // allocator, or addresses of a segment no block event ever named).
+  uint64_t kernel_extent(uint64_t p, uint64_t alloc_end, bool& in_block) const;
   // The latest release of a block that held `addr` before the live one, or nullptr.
   const ReleasedBlock* released(uint64_t addr) const;
   size_t live_blocks() const { return live_.size(); }
+  // Whether `addr` lies in a segment the allocator reported.
+  bool in_segment(uint64_t addr) const;
   // The memory [base, base + bytes) went back to CUDA (a segment's cudaFree): no segment,
   // block or release remains there.
   void forget(uint64_t base, uint64_t bytes);

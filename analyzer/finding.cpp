@@ -138,7 +138,11 @@ void describe_missing_edge(Finding& f, uint32_t seen_clock, uint32_t earlier_clo
       "overlap.",
       e.stream_label, e.op, site_of(e), l.stream_label, l.op, site_of(l));
   if (f.kind == RaceKind::kUseAfterReuse) {
-    const std::string freed = f.released ? site_of(*f.released) : std::string("<unknown>");
+    // PyTorch often frees a tensor with the GIL released (no Python frames can be taken then).
+    const std::string freed = !f.released ? std::string("an unknown call")
+                              : f.released->stack.empty()
+                                  ? fmt::format("call #{} (no stack: the free ran without Python's GIL)", f.released->seq)
+                                  : site_of(*f.released);
     f.missing_edge = fmt::format(
         "The allocator handed these addresses to a new tensor ({} on {}) while {} ({}) on {}, which used the tensor "
         "that had them before, may still run: that tensor was freed at {} and nothing ordered {}'s work before "

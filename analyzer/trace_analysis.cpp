@@ -336,27 +336,14 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
       e.inexact = true;
     }
     e.addr = p;
-    e.bytes = kernel_extent(p, *al, e.in_block);  // extent unknown: from the pointer to the end...
+    e.bytes = blocks_.kernel_extent(p, al->base + al->bytes, e.in_block);  // extent unknown: from the pointer to the end...
+    if (e.bytes == 0) continue;  // a stale word pointing at a freed tensor: no access
     if (!opts_.kernel_extent_to_allocation_end) {
       uint64_t used = exact_extent_.get(p);  // ...unless an exact operation last used a range from here
       if (used != 0 && used < e.bytes) e.bytes = used;
     }
     apply_one(s, e);
   }
-}
-
-uint64_t TraceAnalysis::kernel_extent(uint64_t p, const AllocationShadow& al, bool& in_block) const {
-  in_block = false;
-  const uint64_t to_end = al.base + al.bytes - p;
-  if (!blocks_.active()) return to_end;
-  if (const LiveBlock* b = blocks_.live(p)) {
-    in_block = true;
-    return std::min(to_end, b->addr + b->bytes - p);
-  }
-  // Inside a segment but in no live block (a freed tensor's pointer, or a block allocated
-  // before the tracer attached): up to the next live block.
-  const uint64_t gap = blocks_.gap_extent(p);
-  return gap ? std::min(to_end, gap) : to_end;
 }
 
 void TraceAnalysis::nccl_accesses(const NcclCall& n, const AccessEpoch& proto, std::vector<AccessEpoch>& out) const {

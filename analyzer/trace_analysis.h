@@ -55,9 +55,6 @@ class TraceAnalysis {
   void on_group_end(const trace::NcclGroupEnd& g);
   void on_alloc(const trace::Alloc& a);
   void on_free(const trace::Free& f);
-  // A kernel pointer argument's extent: to the end of the allocator block it points into
-  // where the trace has blocks, else to the end of its allocation; `in_block` says which.
-  uint64_t kernel_extent(uint64_t p, const AllocationShadow& al, bool& in_block) const;
   // Applies one op's accesses on its (already begun) stream and collects findings.
   void apply(StreamState& s, std::vector<AccessEpoch>& accesses);
   void apply_one(StreamState& s, const AccessEpoch& a);

@@ -10,6 +10,7 @@
 #   untraced        the job alone
 #   streamrace      `streamrace run -o DIR -- job` (default tier, STREAMRACE_STACKS=auto)
 #   nostacks        the same with STREAMRACE_STACKS=none
+#   noblocks        the same with STREAMRACE_TORCH_ALLOCATOR=0 (no caching-allocator block events)
 #   floor_domains   an empty CUPTI subscriber (bench/cupti_floor) with the runtime and driver
 #                   API domains enabled, through CUDA_INJECTION64_PATH
 #   floor_cbids     the empty subscriber with only the callback ids the tracer enables
@@ -41,7 +42,7 @@
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
-unset CUDA_INJECTION64_PATH STREAMRACE_STACKS STREAMRACE_OUT STREAMRACE_DISABLE
+unset CUDA_INJECTION64_PATH STREAMRACE_STACKS STREAMRACE_OUT STREAMRACE_DISABLE STREAMRACE_TORCH_ALLOCATOR
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$REPO" || exit 2
@@ -205,6 +206,7 @@ run_one() {  # job cfg round
         untraced)      timeout -k 10 "$t" "${cmd[@]}" ;;
         streamrace)    timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         nostacks)      STREAMRACE_STACKS=none timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        noblocks)      STREAMRACE_TORCH_ALLOCATOR=0 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         floor_domains) CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=domains timeout -k 10 "$t" "${cmd[@]}" ;;
         floor_cbids)   CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=cbids CUPTI_FLOOR_CBIDS="@$CBID_FILE" \
                            timeout -k 10 "$t" "${cmd[@]}" ;;
@@ -215,7 +217,7 @@ run_one() {  # job cfg round
     wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
     metric=$(grep -oE "^$(job_metric "$job") [0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
     case $cfg in
-        streamrace|nostacks)
+        streamrace|nostacks|noblocks)
             bytes=$(du -sb "$tdir" | cut -f1)
             files=$(find "$tdir" -name '*.srace' | wc -l)
             if [[ "$files" -eq 0 ]]; then
@@ -247,7 +249,7 @@ cfgs=()
 for c in $CONFIGS; do
     case $c in
         untraced) ;;
-        streamrace|nostacks) (( HAVE_SR )) || continue ;;
+        streamrace|nostacks|noblocks) (( HAVE_SR )) || continue ;;
         floor_domains|floor_cbids) (( HAVE_FLOOR )) || continue ;;
         *) note "unknown configuration '$c' ignored"; continue ;;
     esac
@@ -287,8 +289,9 @@ for line in open(raw):
     units = ops * (repeats + 1) if r["job"] == "launch" else steps + warmup
     r["trace_bytes_per_unit"] = r["trace_bytes"] / units if r["trace_bytes"] is not None else None
     rows.append(r)
-order = ["untraced", "streamrace", "nostacks", "floor_domains", "floor_cbids"]
+order = ["untraced", "streamrace", "nostacks", "noblocks", "floor_domains", "floor_cbids"]
 what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nostacks": "`streamrace run`, STREAMRACE_STACKS=none",
+        "noblocks": "`streamrace run`, STREAMRACE_TORCH_ALLOCATOR=0",
         "floor_domains": "empty CUPTI subscriber, runtime+driver domains", "floor_cbids": "empty CUPTI subscriber, the tracer's cbid list"}
 jobs = []
 for r in rows:

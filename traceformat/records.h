@@ -332,7 +332,7 @@ enum class BlockAllocator : uint8_t { kTorchCaching = 1 };
 
 struct AllocatorBlock {
   SR_RECORD(kAllocatorBlock);
-  CallInfo call;    // api_id names the allocator event; the stack is the program's call site
+  CallInfo call;    // api_id names the allocator event; only free requests carry a stack
   uint64_t addr;
   uint64_t bytes;   // kAlloc: the size requested (the tensor's bytes, not the rounded block)
   uint64_t stream;  // the block's stream (normalised as every stream in a trace)

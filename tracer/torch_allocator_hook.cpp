@@ -204,8 +204,13 @@ void TorchAllocatorHook::maybe_attach() {
 }
 
 bool TorchAllocatorHook::validate(int, uint64_t addr, uint64_t size) {
-  auto a = handler_.allocations().find(addr);
-  return a && size <= a->base + a->bytes - addr;
+  // Its first and last byte in traced allocations (with expandable segments one event covers
+  // several cuMemMap ranges, and a block may span two of them).
+  if (size == 0 || size - 1 > ~uint64_t(0) - addr) return false;
+  auto first = handler_.allocations().find(addr);
+  if (!first) return false;
+  if (size <= first->base + first->bytes - addr) return true;
+  return handler_.allocations().find(addr + size - 1).has_value();
 }
 
 void TorchAllocatorHook::on_entry(int action, int device, uint64_t addr, uint64_t size, uint64_t stream) {
@@ -241,7 +246,9 @@ void TorchAllocatorHook::on_entry(int action, int device, uint64_t addr, uint64_
     r.allocator = trace::BlockAllocator::kTorchCaching;
     TraceRecorder& rec = handler_.recorder();
     const uint32_t api = rec.strings().intern(kApiNames[action]);
-    r.call = rec.call(api, handler_.capture_stack());
+    // Only a free's stack is ever shown (the "freed at" line of a use-after-reuse); the
+    // others would cost a stack walk per tensor for nothing.
+    r.call = rec.call(api, action == 1 ? handler_.capture_stack() : 0);
     rec.add(r);
   } catch (...) {
     // Never let the tracer's trouble reach the allocator.

@@ -211,9 +211,17 @@ TEST_F(TorchHookTest, ABlockOutsideEveryTracedAllocationIsLeftOut) {
   torch().emit(3, 0, 0x7000'0000, 1 << 20, nullptr);
   torch().emit(0, 0, 0x7000'0000, 1 << 21, nullptr);  // runs past the segment: left out
   torch().emit(0, 0, 0x7000'0100, 256, nullptr);
+  // Expandable segments: one map event over two cuMemMap ranges, a block across both.
+  malloc_device(0x7010'0000, 1 << 20);
+  torch().emit(5, 0, 0x7000'0000, 2 << 20, nullptr);
+  torch().emit(0, 0, 0x700F'0000, 0x20000, nullptr);
+  torch().emit(0, 0, 0x700F'0000, 0x200000, nullptr);  // its end in no traced range: left out
   auto blocks = finish().of(RecordKind::kAllocatorBlock);
-  ASSERT_EQ(blocks.size(), 2u);
+  ASSERT_EQ(blocks.size(), 4u);
   EXPECT_EQ(blocks[1].as<trace::AllocatorBlock>().addr, 0x7000'0100u);
+  EXPECT_EQ(blocks[2].as<trace::AllocatorBlock>().action, trace::BlockAction::kSegmentMap);
+  EXPECT_EQ(blocks[2].as<trace::AllocatorBlock>().bytes, 2u << 20);
+  EXPECT_EQ(blocks[3].as<trace::AllocatorBlock>().addr, 0x700F'0000u);
 }
 
 TEST(TorchVersion, ReadFromVersionPy) {
