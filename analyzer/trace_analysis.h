@@ -41,6 +41,7 @@ class TraceAnalysis {
     uint32_t seen_clock;  // the later stream's knowledge of the earlier stream's clock
     uint64_t count = 0;
     uint64_t first_seq = 0, last_seq = 0;
+    std::vector<RacingPair> pairs;  // the first Occurrence::kMaxRacingPairs
   };
 
   void collect_precise_accesses();

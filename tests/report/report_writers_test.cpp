@@ -71,6 +71,19 @@ TEST_F(ReportWriters, BucketRaceIsOneCertainWriteAfterReadOnBothRanks) {
   EXPECT_TRUE(analyse(BucketVariant::kFixed).result.findings.empty());
 }
 
+TEST_F(ReportWriters, EveryOccurrenceKeepsItsCallPairPerRank) {
+  auto a = analyse(BucketVariant::kRacy);
+  ASSERT_EQ(a.result.findings.size(), 1u);
+  const auto& f = a.result.findings[0];
+  ASSERT_EQ(f.where.size(), 2u);
+  for (const auto& w : f.where) {
+    ASSERT_EQ(w.pairs.size(), w.count) << w.trace;
+    EXPECT_EQ(w.pairs.front().later_seq, w.first_seq);
+  }
+  // The representative pair is the first trace's first occurrence.
+  EXPECT_EQ(f.where[0].pairs.front(), (analysis::RacingPair{f.earlier.seq, f.later.seq}));
+}
+
 TEST_F(ReportWriters, SarifGoldenAndSchemaValid) {
   auto sarif = render("sarif", analyse(BucketVariant::kRacy));
   testing::expect_golden("bucket_race.sarif", sarif);
