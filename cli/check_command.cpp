@@ -33,6 +33,7 @@ struct CheckArgs {
   bool update_baseline = false;
   std::vector<std::string> suppressions;
   std::string source_root;
+  size_t perfetto_findings = 20;  // --perfetto-findings: findings whose occurrences Perfetto marks
   bool no_color = false;
   bool force_output = false;
   bool separate_threads = false;
@@ -84,6 +85,7 @@ int run_check(const CheckArgs& a) {
   report::ReportOptions ro;
   ro.max_frames = a.max_frames;
   ro.source_root = a.source_root;
+  ro.perfetto_findings = a.perfetto_findings;
   std::vector<report::SuppressionList> suppressions;
   try {
     if (!a.baseline.empty() && !a.update_baseline) {
@@ -226,6 +228,9 @@ RegisterCommand reg("check", 30, [](CLI::App& app) -> std::function<int()> {
       ->allow_extra_args(false);  // one value per occurrence: never swallows the positionals after it
   sub->add_option("-o,--output", args->output, "Write the (single) report format to FILE instead of stdout");
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
+  sub->add_option("--perfetto-findings", args->perfetto_findings,
+                  "Perfetto report: mark every occurrence of the first N findings")
+      ->capture_default_str();
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
   sub->add_option("--max-frames", args->max_frames, "Frames shown per stack in the text report")
       ->capture_default_str();

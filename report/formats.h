@@ -34,6 +34,11 @@ struct ReportOptions {
   // the timeline is built from them on demand (or pass one already built in `timeline`).
   std::vector<std::string> trace_paths;
   const Timeline* timeline = nullptr;
+  // Perfetto: every occurrence (on every rank) of the first `perfetto_findings` findings is
+  // marked (--perfetto-findings); the file never exceeds `perfetto_max_bytes`: when the ops do
+  // not all fit, racing ops go first, then their neighbours, then the rest in time order.
+  size_t perfetto_findings = 20;
+  size_t perfetto_max_bytes = size_t{32} << 20;
 };
 
 // The names --format accepts, in the order --help lists them.

@@ -47,6 +47,17 @@ TEST_F(CheckCommand, NewFindingFails) {
   EXPECT_TRUE(std::filesystem::exists(dir_.file("out.sarif")));
 }
 
+TEST_F(CheckCommand, PerfettoFindingsFlagSetsHowManyFindingsAreMarked) {
+  for (const char* cmd : {"check", "analyze"}) {
+    auto all = streamrace(std::string(cmd) + " racy -f perfetto=all.json");
+    EXPECT_EQ(all.status, 1) << all.err;
+    auto none = streamrace(std::string(cmd) + " racy -f perfetto=none.json --perfetto-findings 0");
+    EXPECT_EQ(none.status, 1) << none.err;
+    EXPECT_EQ(nlohmann::json::parse(testing::read_file(dir_.file("all.json")))["otherData"]["markedOccurrences"], 2) << cmd;
+    EXPECT_EQ(nlohmann::json::parse(testing::read_file(dir_.file("none.json")))["otherData"]["markedOccurrences"], 0) << cmd;
+  }
+}
+
 TEST_F(CheckCommand, CleanTracesPass) {
   auto r = streamrace("check fixed -f junit=out.xml");
   EXPECT_EQ(r.status, 0) << r.err;

@@ -156,30 +156,130 @@ TEST_F(ReportWriters, JunitDoesNotFailOnBaselinedFindings) {
   EXPECT_NE(xml.find("failures=\"0\""), std::string::npos);
 }
 
+// Counts of one Perfetto document: events by phase, racing slices per process, race flows.
+struct PerfettoCounts {
+  std::map<std::string, int> phases;
+  std::map<int, int> racing_slices_by_pid;
+  int race_flows = 0;
+  json other;
+};
+
+PerfettoCounts count_perfetto(const std::string& text) {
+  auto doc = json::parse(text);
+  PerfettoCounts c;
+  c.other = doc["otherData"];
+  for (const auto& e : doc["traceEvents"]) {
+    ++c.phases[e["ph"].get<std::string>()];
+    if (e["ph"] == "X" && e.contains("cname")) ++c.racing_slices_by_pid[e["pid"].get<int>()];
+    if (e["ph"] == "s" && e["cat"] == "race") ++c.race_flows;
+  }
+  return c;
+}
+
 TEST_F(ReportWriters, PerfettoGoldenWithTracksFlowsAndHighlightedRace) {
   auto a = analyse(BucketVariant::kRacy);
   auto text = render("perfetto", a);
   testing::expect_golden("bucket_race.perfetto.json", text);
   auto doc = json::parse(text);
-  std::map<std::string, int> phases;
   std::set<std::string> process_names, thread_names;
-  int racing_slices = 0, device_slices = 0;
+  int device_slices = 0;
   for (const auto& e : doc["traceEvents"]) {
-    ++phases[e["ph"].get<std::string>()];
     if (e["ph"] == "M" && e["name"] == "process_name") process_names.insert(e["args"]["name"]);
     if (e["ph"] == "M" && e["name"] == "thread_name") thread_names.insert(e["args"]["name"]);
-    if (e["ph"] == "X" && e.contains("cname")) ++racing_slices;
     if (e["ph"] == "X" && e["args"]["timing"] == "device") ++device_slices;
   }
   EXPECT_EQ(process_names, (std::set<std::string>{"rank 0 (v0/rank0.srace)", "rank 1 (v0/rank1.srace)"}));
   EXPECT_EQ(thread_names, (std::set<std::string>{"stream 0x1000 (non-blocking, device 0)", "stream 0x1001 (non-blocking, device 0)"}));
-  EXPECT_EQ(phases["X"], 6);  // 3 ops per rank
+  auto c = count_perfetto(text);
+  EXPECT_EQ(c.phases["X"], 6);  // 3 ops per rank
   EXPECT_EQ(device_slices, 3);
   // The event edge fill -> all-reduce on each rank, and the race edge all-reduce -> refill
-  // on the finding's representative trace.
-  EXPECT_EQ(phases["s"], 3);
-  EXPECT_EQ(phases["f"], 3);
-  EXPECT_EQ(racing_slices, 2);  // the finding's representative pair, on its first trace
+  // on each rank: the occurrence of every trace is marked, not only the first trace's.
+  EXPECT_EQ(c.phases["s"], 4);
+  EXPECT_EQ(c.phases["f"], 4);
+  EXPECT_EQ(c.race_flows, 2);
+  EXPECT_EQ(c.racing_slices_by_pid, (std::map<int, int>{{1, 2}, {2, 2}}));
+  EXPECT_EQ(c.other["markedOccurrences"], 2);
+  EXPECT_EQ(c.other["omittedOps"], 0);
+  // One event per line, after the line with otherData and before the closing one.
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2 + static_cast<long>(doc["traceEvents"].size()));
+}
+
+// The bundled DeepSpeed 0.14.2 recording: 2 findings, 558 occurrences over 2 ranks.
+class PerfettoDeepSpeed : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string dir = std::string(STREAMRACE_SOURCE_DIR) + "/tests/data/deepspeed/z1_0142/";
+    traces_ = new std::vector<std::string>{dir + "vm-1230.srace", dir + "vm-1231.srace"};
+    result_ = new analysis::AnalysisResult(testing::analyze_files(*traces_));
+    timeline_ = new analysis::Timeline(analysis::build_timeline(*traces_));
+  }
+  static void TearDownTestSuite() {
+    delete traces_;
+    delete result_;
+    delete timeline_;
+  }
+  static std::string render(report::ReportOptions opts) {
+    opts.timeline = timeline_;
+    std::ostringstream out;
+    report::write_format("perfetto", out, *result_, opts);
+    return out.str();
+  }
+  static std::vector<std::string>* traces_;
+  static analysis::AnalysisResult* result_;
+  static analysis::Timeline* timeline_;
+};
+std::vector<std::string>* PerfettoDeepSpeed::traces_ = nullptr;
+analysis::AnalysisResult* PerfettoDeepSpeed::result_ = nullptr;
+analysis::Timeline* PerfettoDeepSpeed::timeline_ = nullptr;
+
+TEST_F(PerfettoDeepSpeed, MarksEveryOccurrenceOnBothRanks) {
+  ASSERT_EQ(result_->findings.size(), 2u);
+  ASSERT_EQ(result_->findings[0].occurrences + result_->findings[1].occurrences, 558u);
+  auto text = render({});
+  auto c = count_perfetto(text);
+  EXPECT_EQ(c.other["markedFindings"], 2);
+  EXPECT_EQ(c.other["markedOccurrences"], 558);
+  EXPECT_EQ(c.other["unmarkedOccurrences"], 0);
+  EXPECT_EQ(c.other["omittedOps"], 0);
+  EXPECT_EQ(c.race_flows, 558);
+  ASSERT_EQ(c.racing_slices_by_pid.size(), 2u);  // both ranks
+  EXPECT_GT(c.racing_slices_by_pid[1], 0);
+  EXPECT_GT(c.racing_slices_by_pid[2], 0);
+  EXPECT_EQ(c.phases["X"], 14392);
+  EXPECT_LT(text.size(), size_t{5} << 20);
+}
+
+TEST_F(PerfettoDeepSpeed, MarksOnlyTheFirstNFindings) {
+  report::ReportOptions opts;
+  opts.perfetto_findings = 1;
+  auto c = count_perfetto(render(opts));
+  EXPECT_EQ(c.other["markedFindings"], 1);
+  EXPECT_EQ(c.other["markedOccurrences"], result_->findings[0].occurrences);
+  EXPECT_EQ(c.race_flows, static_cast<int>(result_->findings[0].occurrences));
+  opts.perfetto_findings = 0;
+  c = count_perfetto(render(opts));
+  EXPECT_EQ(c.race_flows, 0);
+  EXPECT_TRUE(c.racing_slices_by_pid.empty());
+}
+
+TEST_F(PerfettoDeepSpeed, StaysWithinTheByteBoundKeepingTheRacesFirst) {
+  report::ReportOptions opts;
+  opts.perfetto_max_bytes = 1'000'000;
+  auto text = render(opts);
+  EXPECT_LE(text.size(), opts.perfetto_max_bytes);
+  auto c = count_perfetto(text);
+  EXPECT_EQ(c.other["markedOccurrences"], 558);
+  EXPECT_EQ(c.race_flows, 558);
+  EXPECT_GT(c.other["omittedOps"].get<int>(), 0);
+  EXPECT_EQ(c.phases["X"] + c.other["omittedOps"].get<int>(), 14392);
+  // A budget too small for the races themselves marks what fits and says how many did not.
+  opts.perfetto_max_bytes = 20'000;
+  text = render(opts);
+  EXPECT_LE(text.size(), opts.perfetto_max_bytes);
+  c = count_perfetto(text);
+  EXPECT_EQ(c.other["markedOccurrences"].get<int>() + c.other["unmarkedOccurrences"].get<int>(), 558);
+  EXPECT_GT(c.other["unmarkedOccurrences"].get<int>(), 0);
 }
 
 TEST_F(ReportWriters, PerfettoWithoutTracesDrawsTheFindingsAccesses) {
