@@ -91,6 +91,7 @@ int run_check(const CheckArgs& a) {
     if (!a.baseline.empty() && !a.update_baseline) {
       ro.baselined = report::read_baseline(a.baseline);
       ro.have_baseline = true;
+      ro.baseline_path = a.baseline;
     }
     for (const auto& path : a.suppressions) suppressions.push_back(report::SuppressionList::load(path));
   } catch (const std::runtime_error& e) {
@@ -116,9 +117,10 @@ int run_check(const CheckArgs& a) {
     const report::Suppression* by = nullptr;
     for (auto& list : suppressions)
       if ((by = list.apply(f))) break;
-    if (by)
+    if (by) {
       ++suppressed;
-    else
+      ro.suppressed.push_back({std::move(f), by->source + " " + by->text()});  // SARIF lists them as suppressed
+    } else
       kept.push_back(std::move(f));
   }
   result.findings = std::move(kept);

@@ -25,6 +25,12 @@ const Timeline& timeline_for(const ReportOptions& opts, std::optional<Timeline>&
 
 }  // namespace
 
+std::string default_docs_url() {
+  std::string url = STREAMRACE_DOCS_URL;
+  if (!url.empty() && url.back() != '/') url += '/';
+  return url;
+}
+
 const std::vector<std::string>& format_names() {
   static const std::vector<std::string> names{"text", "json", "sarif", "junit", "perfetto", "html"};
   return names;

@@ -58,6 +58,20 @@ TEST_F(CheckCommand, PerfettoFindingsFlagSetsHowManyFindingsAreMarked) {
   }
 }
 
+TEST_F(CheckCommand, SuppressedFindingStaysInSarifAsSuppressed) {
+  std::string fp = fingerprint_of_racy();
+  testing::write_file(dir_.file("sup.txt"), "# accepted for now\nfingerprint:" + fp + "\n");
+  auto r = streamrace("check racy --suppressions sup.txt -f sarif=out.sarif -f json=out.json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  auto doc = nlohmann::json::parse(testing::read_file(dir_.file("out.sarif")));
+  const auto& results = doc["runs"][0]["results"];
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0]["suppressions"][0]["justification"], "suppressed by sup.txt:2 fingerprint:" + fp);
+  EXPECT_EQ(results[0]["suppressions"][0]["kind"], "external");
+  // The other formats leave it out.
+  EXPECT_TRUE(nlohmann::json::parse(testing::read_file(dir_.file("out.json")))["findings"].empty());
+}
+
 TEST_F(CheckCommand, CleanTracesPass) {
   auto r = streamrace("check fixed -f junit=out.xml");
   EXPECT_EQ(r.status, 0) << r.err;

@@ -23,8 +23,19 @@ struct Analysed {
   std::vector<std::string> traces;
 };
 
+constexpr const char* kDocs = "https://streamrace.invalid/docs/";
+
 class ReportWriters : public ::testing::Test {
  protected:
+  // Validates a SARIF document against the bundled OASIS schema; "" when valid.
+  std::string sarif_schema_errors(const std::string& sarif) {
+    std::string path = save("check.sarif", sarif);
+    auto r = testing::run_command(dir_.path().string(), std::string(STREAMRACE_PYTHON) + " " + STREAMRACE_SOURCE_DIR +
+                                                            "/tests/report/validate_sarif.py " + STREAMRACE_SOURCE_DIR +
+                                                            "/tests/report/schema/sarif-schema-2.1.0.json " + path);
+    return r.status == 0 ? std::string() : "status " + std::to_string(r.status) + ": " + r.err;
+  }
+
   // Each call writes its traces into a directory of its own: v0/, v1/, ...
   Analysed analyse(BucketVariant v) {
     testing::ScopedCwd cwd(dir_.path());
@@ -38,7 +49,8 @@ class ReportWriters : public ::testing::Test {
 
   std::string render(const std::string& format, const Analysed& a, report::ReportOptions opts = {}) {
     testing::ScopedCwd cwd(dir_.path());
-    opts.source_root = "/work/proj";
+    if (opts.source_root.empty()) opts.source_root = "/work/proj";
+    opts.docs_url = kDocs;
     opts.trace_paths = a.traces;
     std::ostringstream out;
     report::write_format(format, out, a.result, opts);
@@ -119,13 +131,127 @@ TEST_F(ReportWriters, SarifResultCarriesRuleFingerprintAndBothStacks) {
   EXPECT_EQ(res["occurrenceCount"], 2);
 }
 
-TEST_F(ReportWriters, SarifMarksBaselinedResultsUnchanged) {
+TEST_F(ReportWriters, SarifMarksBaselinedResultsUnchangedAndSuppressed) {
   auto a = analyse(BucketVariant::kRacy);
   report::ReportOptions opts;
   opts.have_baseline = true;
-  EXPECT_EQ(json::parse(render("sarif", a, opts))["runs"][0]["results"][0]["baselineState"], "new");
+  opts.baseline_path = "base.json";
+  auto fresh = json::parse(render("sarif", a, opts))["runs"][0]["results"][0];
+  EXPECT_EQ(fresh["baselineState"], "new");
+  EXPECT_FALSE(fresh.contains("suppressions"));
   opts.baselined.insert(a.result.findings[0].fingerprint);
-  EXPECT_EQ(json::parse(render("sarif", a, opts))["runs"][0]["results"][0]["baselineState"], "unchanged");
+  auto sarif = render("sarif", a, opts);
+  auto known = json::parse(sarif)["runs"][0]["results"][0];
+  EXPECT_EQ(known["baselineState"], "unchanged");
+  EXPECT_EQ(known["suppressions"],
+            json::parse(R"([{"kind": "external", "status": "accepted", "justification": "accepted by the baseline base.json"}])"));
+  EXPECT_EQ(sarif_schema_errors(sarif), "");
+}
+
+TEST_F(ReportWriters, SarifListsSuppressedFindingsWithTheirSuppression) {
+  auto a = analyse(BucketVariant::kRacy);
+  report::ReportOptions opts;
+  opts.suppressed.push_back({a.result.findings[0], "sup.txt:3 race:fill_bucket"});
+  analysis::AnalysisResult none = a.result;
+  none.findings.clear();
+  Analysed b{none, a.traces};
+  auto sarif = render("sarif", b, opts);
+  auto doc = json::parse(sarif);
+  const auto& results = doc["runs"][0]["results"];
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0]["partialFingerprints"]["streamraceFingerprint/v1"], a.result.findings[0].fingerprint);
+  EXPECT_EQ(results[0]["suppressions"],
+            json::parse(R"([{"kind": "external", "status": "accepted", "justification": "suppressed by sup.txt:3 race:fill_bucket"}])"));
+  EXPECT_EQ(sarif_schema_errors(sarif), "");
+}
+
+TEST_F(ReportWriters, SarifRulesHaveHelpUriAndMarkdownHelp) {
+  auto doc = json::parse(render("sarif", analyse(BucketVariant::kRacy)));
+  const auto& rules = doc["runs"][0]["tool"]["driver"]["rules"];
+  ASSERT_EQ(rules.size(), 6u);
+  for (const char* id : {"SR1001", "SR1002", "SR1003", "SR2001", "SR2002", "SR2003"}) {
+    const json* rule = nullptr;
+    for (const auto& r : rules)
+      if (r["id"] == id) rule = &r;
+    ASSERT_NE(rule, nullptr) << id;
+    std::string anchor = std::string("sr") + (id + 2);
+    EXPECT_EQ((*rule)["helpUri"], std::string(kDocs) + "reports.md#" + anchor);
+    std::string md = (*rule)["help"]["markdown"];
+    EXPECT_EQ(md.rfind(std::string("**") + id + " ", 0), 0u) << md;
+    EXPECT_NE(md.find("**Fix.** Order the two accesses"), std::string::npos) << md;
+    EXPECT_NE(md.find(std::string("see [") + id + "](" + kDocs + "reports.md#" + anchor + ")"), std::string::npos) << md;
+  }
+  EXPECT_EQ(rules[3]["help"]["markdown"].get<std::string>().substr(0, 52),
+            "**SR2001 Possible cross-stream write after read** (p");
+  EXPECT_EQ(doc["runs"][0]["automationDetails"]["id"], "streamrace/races/");
+  EXPECT_EQ(doc["runs"][0]["automationDetails"]["description"]["text"], "streamrace race analysis of 2 traces");
+}
+
+// Every artifactLocation in a document, as "BASE URI".
+std::vector<std::string> artifact_locations(const json& j) {
+  std::vector<std::string> out;
+  std::function<void(const json&)> walk = [&](const json& v) {
+    if (v.is_object()) {
+      if (v.contains("artifactLocation")) {
+        const auto& a = v["artifactLocation"];
+        out.push_back(a.value("uriBaseId", std::string("-")) + " " + a.value("uri", std::string("-")));
+      }
+      for (const auto& [k, x] : v.items()) walk(x);
+    } else if (v.is_array()) {
+      for (const auto& x : v) walk(x);
+    }
+  };
+  walk(j);
+  return out;
+}
+
+TEST_F(ReportWriters, SarifUrisAreRelativeToABaseIdWithoutSourceRoot) {
+  auto a = analyse(BucketVariant::kRacy);
+  auto& later = a.result.findings[0].later.stack;
+  later.push_back({"/opt/venv/lib/python3.12/site-packages/torch/nn/modules/module.py", "_call_impl", 1747, true, 0});
+  later.push_back({"<frozen runpy>", "_run_module_as_main", 198, true, 0});
+  later.push_back({"/usr/lib/python3.12/threading.py", "run", 1010, true, 0});
+  later.push_back({"tools/launch.py", "main", 7, true, 0});
+  // No --source-root: %SRCROOT% is the current directory, which holds none of these files.
+  testing::ScopedCwd cwd(dir_.path());
+  report::ReportOptions opts;
+  opts.docs_url = kDocs;
+  std::ostringstream out;
+  report::write_format("sarif", out, a.result, opts);
+  auto doc = json::parse(out.str());
+  const auto& run = doc["runs"][0];
+  EXPECT_EQ(run["originalUriBaseIds"]["%SRCROOT%"]["uri"],
+            "file://" + std::filesystem::current_path().string() + "/");
+  EXPECT_EQ(run["originalUriBaseIds"]["SITE_PACKAGES"]["uri"], "file:///opt/venv/lib/python3.12/site-packages/");
+  EXPECT_EQ(run["originalUriBaseIds"]["FILESYSTEM_ROOT"]["uri"], "file:///");
+  std::vector<std::string> later_frames;
+  for (const auto& fr : run["results"][0]["stacks"][1]["frames"])
+    later_frames.push_back(fr["location"].contains("physicalLocation")
+                               ? fr["location"]["physicalLocation"]["artifactLocation"]["uriBaseId"].get<std::string>() + " " +
+                                     fr["location"]["physicalLocation"]["artifactLocation"]["uri"].get<std::string>()
+                               : "no file: " + fr["location"]["logicalLocations"][0]["fullyQualifiedName"].get<std::string>());
+  EXPECT_EQ(later_frames, (std::vector<std::string>{
+                              "FILESYSTEM_ROOT work/proj/train/bucket.py",
+                              "FILESYSTEM_ROOT work/proj/train/step.py",
+                              "SITE_PACKAGES torch/nn/modules/module.py",
+                              "no file: _run_module_as_main",
+                              "FILESYSTEM_ROOT usr/lib/python3.12/threading.py",
+                              "%SRCROOT% tools/launch.py",
+                          }));
+  for (const auto& loc : artifact_locations(doc)) EXPECT_EQ(loc.find("file:"), std::string::npos) << loc;
+  EXPECT_EQ(sarif_schema_errors(out.str()), "");
+  // With --source-root the repository's files are relative to it; packages from two
+  // environments share the base id, which then names no directory.
+  later.push_back({"/usr/lib/python3/dist-packages/numpy/core/x.py", "f", 3, true, 0});
+  opts.source_root = "/work/proj";
+  out.str("");
+  report::write_format("sarif", out, a.result, opts);
+  doc = json::parse(out.str());
+  EXPECT_EQ(doc["runs"][0]["originalUriBaseIds"]["%SRCROOT%"]["uri"], "file:///work/proj/");
+  EXPECT_FALSE(doc["runs"][0]["originalUriBaseIds"]["SITE_PACKAGES"].contains("uri"));
+  EXPECT_EQ(doc["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"],
+            json::parse(R"({"uri": "train/bucket.py", "uriBaseId": "%SRCROOT%"})"));
+  EXPECT_EQ(sarif_schema_errors(out.str()), "");
 }
 
 TEST_F(ReportWriters, JunitGoldenAndParses) {
