@@ -149,7 +149,7 @@ int run_check(const CheckArgs& a) {
       shown = &shown_text;
     }
     ro.left_out_baselined = shown == &shown_text ? known.size() : 0;
-    if ((o.format == "perfetto" || o.format == "html") && !timeline) {
+    if ((o.format == "perfetto" || o.format == "html" || o.format == "junit") && !timeline) {
       try {
         timeline = loaded.trace_paths.empty() ? analysis::Timeline{} : analysis::build_timeline(loaded.trace_paths);
       } catch (const std::exception& e) {

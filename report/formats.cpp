@@ -61,7 +61,7 @@ void write_format(const std::string& format, std::ostream& out, const analysis::
   } else if (format == "sarif") {
     write_sarif(out, result, opts);
   } else if (format == "junit") {
-    write_junit(out, result, opts);
+    write_junit(out, result, timeline_for(opts, storage), opts);
   } else if (format == "perfetto") {
     write_perfetto(out, result, timeline_for(opts, storage), opts);
   } else if (format == "html") {

@@ -254,32 +254,89 @@ TEST_F(ReportWriters, SarifUrisAreRelativeToABaseIdWithoutSourceRoot) {
   EXPECT_EQ(sarif_schema_errors(out.str()), "");
 }
 
-TEST_F(ReportWriters, JunitGoldenAndParses) {
+// Validates JUnit XML against tests/report/schema/junit-strict.xsd with xmllint; "" when
+// valid, "no xmllint" when it is not installed.
+std::string junit_schema_errors(const std::string& dir, const std::string& path) {
+  if (std::system("command -v xmllint >/dev/null 2>&1") != 0) return "no xmllint";
+  auto r = testing::run_command(dir, std::string("xmllint --noout --schema ") + STREAMRACE_SOURCE_DIR +
+                                         "/tests/report/schema/junit-strict.xsd " + path);
+  return r.status == 0 ? std::string() : r.err;
+}
+
+TEST_F(ReportWriters, JunitGoldenOneCasePerFindingWithItsRacingWindow) {
   auto a = analyse(BucketVariant::kRacy);
   auto xml = render("junit", a);
   testing::expect_golden("bucket_race.junit.xml", xml);
+  std::string path = save("junit.xml", xml);
   auto r = testing::run_command(dir_.path().string(), std::string(STREAMRACE_PYTHON) + " " + STREAMRACE_SOURCE_DIR +
-                                                          "/tests/report/parse_junit.py " + save("junit.xml", xml));
+                                                          "/tests/report/parse_junit.py " + path);
   ASSERT_EQ(r.status, 0) << r.err;
+  const auto& fp = a.result.findings[0].fingerprint;
+  // Rank 0 (the finding's first trace) has device times: the all-reduce starts at 5.0025 ms
+  // and the refill ends at 5.013 ms, a 10.5 us window (whole microseconds shown); rank 0 spans
+  // 5.000 to 5.013 ms, the longest trace.
   EXPECT_EQ(r.out,
-            "SR1001 Cross-stream write after read: failed (1 new finding)\n"
-            "SR1002 Cross-stream write after write: passed\n"
-            "SR1003 Cross-stream read after write: passed\n"
-            "SR2001 Possible cross-stream write after read: passed\n"
-            "SR2002 Possible cross-stream write after write: passed\n"
-            "SR2003 Possible cross-stream read after write: passed\n"
-            "testsuites tests=6 failures=1; 6 cases, 1 failed\n");
+            "streamrace.SR1001 " + fp +
+                " cudaMemcpyAsync (bucket.py:41 in fill_bucket) vs ncclAllReduce (bucket.py:57 in flush_bucket) "
+                "[0.000010 s]: failed (new write-after-read race: cudaMemcpyAsync on stream 0x1000 (non-blocking, "
+                "device 0) writes 4096 bytes that ncclAllReduce on stream 0x1001 (non-blocking, device 0) reads)\n"
+                "streamrace.SR1002 SR1002 Cross-stream write after write: no findings [0.000000 s]: passed\n"
+                "streamrace.SR1003 SR1003 Cross-stream read after write: no findings [0.000000 s]: passed\n"
+                "streamrace.SR2001 SR2001 Possible cross-stream write after read: no findings [0.000000 s]: passed\n"
+                "streamrace.SR2002 SR2002 Possible cross-stream write after write: no findings [0.000000 s]: passed\n"
+                "streamrace.SR2003 SR2003 Possible cross-stream read after write: no findings [0.000000 s]: passed\n"
+                "testsuites tests=6 failures=1 time=0.000013; 6 cases, 1 failed, 0 skipped\n");
+  auto err = junit_schema_errors(dir_.path().string(), path);
+  if (err == "no xmllint") GTEST_SKIP() << "xmllint is not installed (apt-get install libxml2-utils)";
+  EXPECT_EQ(err, "");
 }
 
-TEST_F(ReportWriters, JunitDoesNotFailOnBaselinedFindings) {
+TEST_F(ReportWriters, JunitSkipsBaselinedFindings) {
   auto a = analyse(BucketVariant::kRacy);
   report::ReportOptions opts;
   opts.have_baseline = true;
+  opts.baseline_path = "base.json";
   opts.baselined.insert(a.result.findings[0].fingerprint);
   auto xml = render("junit", a, opts);
   EXPECT_EQ(xml.find("<failure"), std::string::npos);
-  EXPECT_NE(xml.find("1 baselined finding (not failing)"), std::string::npos);
-  EXPECT_NE(xml.find("failures=\"0\""), std::string::npos);
+  EXPECT_NE(xml.find("<skipped message=\"accepted by the baseline base.json\"/>\n      <system-out>[" +
+                     a.result.findings[0].fingerprint + "]"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<testsuite name=\"streamrace.races\" tests=\"6\" failures=\"0\" errors=\"0\" skipped=\"1\""),
+            std::string::npos)
+      << xml;
+  std::string path = save("junit.xml", xml);
+  auto r = testing::run_command(dir_.path().string(), std::string(STREAMRACE_PYTHON) + " " + STREAMRACE_SOURCE_DIR +
+                                                          "/tests/report/parse_junit.py " + path);
+  EXPECT_EQ(r.status, 0) << r.err;
+  auto err = junit_schema_errors(dir_.path().string(), path);
+  if (err == "no xmllint") GTEST_SKIP() << "xmllint is not installed";
+  EXPECT_EQ(err, "");
+}
+
+TEST_F(ReportWriters, JunitOnDeepSpeedHasACasePerFindingWithNonZeroTimes) {
+  std::string dir = std::string(STREAMRACE_SOURCE_DIR) + "/tests/data/deepspeed/z1_0142/";
+  std::vector<std::string> traces{dir + "vm-1230.srace", dir + "vm-1231.srace"};
+  Analysed a{testing::analyze_files(traces), traces};
+  auto xml = render("junit", a);
+  std::string path = save("ds.xml", xml);
+  auto r = testing::run_command(dir_.path().string(), std::string(STREAMRACE_PYTHON) + " " + STREAMRACE_SOURCE_DIR +
+                                                          "/tests/report/parse_junit.py " + path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<std::string> lines;
+  std::istringstream in(r.out);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  ASSERT_EQ(lines.size(), 7u) << r.out;
+  // Device timestamps: the first occurrences' windows on rank 0, and rank 0's whole span.
+  EXPECT_EQ(lines[0].substr(0, 35), "streamrace.SR1001 736476b4ff4c71e1 ");
+  EXPECT_NE(lines[0].find("[0.000775 s]: failed (new write-after-read race"), std::string::npos) << lines[0];
+  EXPECT_EQ(lines[1].substr(0, 35), "streamrace.SR1002 1cc292855a3e4161 ");
+  EXPECT_NE(lines[1].find("[0.001486 s]: failed (new write-after-write race"), std::string::npos) << lines[1];
+  EXPECT_EQ(lines[6], "testsuites tests=6 failures=2 time=3.463560; 6 cases, 2 failed, 0 skipped");
+  auto err = junit_schema_errors(dir_.path().string(), path);
+  if (err == "no xmllint") GTEST_SKIP() << "xmllint is not installed";
+  EXPECT_EQ(err, "");
 }
 
 // Counts of one Perfetto document: events by phase, racing slices per process, race flows.
