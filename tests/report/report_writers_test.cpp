@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 #include "report/finding_class.h"
@@ -489,6 +490,72 @@ TEST_F(ReportWriters, HtmlGoldenIsSelfContained) {
   EXPECT_NE(html.find("default-src 'none'"), std::string::npos);
   EXPECT_NE(html.find("<svg class=\"timeline\""), std::string::npos);
   EXPECT_NE(html.find("class=\"op race\""), std::string::npos);
+}
+
+// What keeps the page readable at 1000-1600 px without a browser (scripts/html_screenshots.sh
+// checks it in one): no fixed widths, tables in scrolling wrappers, long names wrap.
+TEST_F(ReportWriters, HtmlLayoutRules) {
+  auto html = render("html", analyse(BucketVariant::kRacy));
+  std::string css = html.substr(html.find("<style>"), html.find("</style>") - html.find("<style>"));
+  EXPECT_TRUE(std::regex_search(css, std::regex(R"(\.table-wrap\{overflow-x:auto)"))) << css;
+  EXPECT_TRUE(std::regex_search(css, std::regex(R"(th,td\{[^}]*overflow-wrap:anywhere)"))) << css;
+  EXPECT_TRUE(std::regex_search(css, std::regex(R"(p,li,code,\.mono\{overflow-wrap:anywhere\})"))) << css;
+  EXPECT_TRUE(std::regex_search(css, std::regex(R"(svg\.timeline\{[^}]*width:100%)"))) << css;
+  // No width, min-width or max-width in px or em anywhere, in the CSS or on an element.
+  EXPECT_FALSE(std::regex_search(css, std::regex(R"((^|[;{])(min-|max-)?width:\s*[0-9.]+(px|em|rem))"))) << css;
+  EXPECT_FALSE(std::regex_search(html, std::regex(R"(<(svg|table|div|main|section)[^>]* width=)"))) << html;
+  // Every table sits in a wrapper that scrolls instead of overflowing its card.
+  size_t tables = 0, pos = 0;
+  while ((pos = html.find("<table", pos)) != std::string::npos) {
+    ++tables;
+    EXPECT_EQ(html.rfind("<div class=\"table-wrap\">", pos), pos - std::string("<div class=\"table-wrap\">").size());
+    ++pos;
+  }
+  EXPECT_EQ(tables, 3u);  // summary, accesses, traces
+}
+
+TEST_F(ReportWriters, HtmlSummaryTableListsEveryFinding) {
+  auto a = analyse(BucketVariant::kRacy);
+  auto html = render("html", a);
+  const auto& f = a.result.findings[0];
+  auto at = html.find("<section class=\"summary\"><h2>Summary</h2>");
+  ASSERT_NE(at, std::string::npos);
+  EXPECT_LT(at, html.find("<section class=\"finding\""));  // at the top
+  EXPECT_NE(html.find("<tr><td><span class=\"badge certain\">SR1001</span></td><td>write-after-read</td><td>cudaMemcpyAsync "
+                      "<span class=\"loc\">bucket.py:41 in fill_bucket</span></td><td>ncclAllReduce <span "
+                      "class=\"loc\">bucket.py:57 in flush_bucket</span></td><td class=\"num\">2</td><td>0, 1</td><td "
+                      "class=\"fp\"><a class=\"mono\" href=\"#f-" +
+                      f.fingerprint + "\">" + f.fingerprint + "</a></td></tr>"),
+            std::string::npos)
+      << html;
+}
+
+TEST_F(ReportWriters, HtmlTimelineDrawsEveryRankInOrderWithATimeAxis) {
+  auto html = render("html", analyse(BucketVariant::kRacy));
+  auto svg = html.substr(html.find("<svg class=\"timeline\""), html.find("</svg>") - html.find("<svg class=\"timeline\""));
+  std::vector<std::string> labels;
+  std::regex label(R"re(<text class="(rank|lane)"[^>]*>([^<]*)</text>)re");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), label), end; it != end; ++it) labels.push_back((*it)[2]);
+  EXPECT_EQ(labels, (std::vector<std::string>{
+                        "rank 0 (v0/rank0.srace)",
+                        "stream 0x1001 (non-blocking, device 0) &#8212; earlier access",
+                        "stream 0x1000 (non-blocking, device 0) &#8212; later access",
+                        "rank 1 (v0/rank1.srace)",
+                        "stream 0x1001 (non-blocking, device 0) &#8212; earlier access",
+                        "stream 0x1000 (non-blocking, device 0) &#8212; later access",
+                    }));
+  std::vector<std::string> ticks;
+  std::regex tick(R"re(<text class="ticklabel"[^>]*>([^<]*)</text>)re");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), tick), end; it != end; ++it) ticks.push_back((*it)[1]);
+  // Each rank its own axis, 1/8 of the window (at least 1 us) either side. Rank 0: device
+  // times, the all-reduce (earlier) at 0 and the refill ending 10.5 us later; rank 1: host
+  // order, 1 us nominal ops.
+  EXPECT_EQ(ticks, (std::vector<std::string>{"0 \xC2\xB5s", "5 \xC2\xB5s", "10 \xC2\xB5s", "-1 \xC2\xB5s", "0 \xC2\xB5s",
+                                             "1 \xC2\xB5s", "2 \xC2\xB5s", "3 \xC2\xB5s"}))
+      << svg;
+  size_t races = 0;
+  for (size_t p = 0; (p = svg.find("class=\"op race\"", p)) != std::string::npos; ++p) ++races;
+  EXPECT_EQ(races, 4u);  // both accesses on both ranks
 }
 
 TEST_F(ReportWriters, HtmlEscapesKernelNamesAndPaths) {
