@@ -287,7 +287,7 @@ void from_json(const json& j, Finding& f) {
     for (const auto& o : j.at("where"))
       f.where.push_back(Occurrence{get_or<std::string>(o, "trace", ""), get_or<int>(o, "rank", -1),
                                    get_or<uint64_t>(o, "count", 0), get_or<uint64_t>(o, "first_seq", 0),
-                                   get_or<uint64_t>(o, "last_seq", 0)});
+                                   get_or<uint64_t>(o, "last_seq", 0), {}});
 }
 
 void to_json(json& j, const Notice& n) { j = json{{"level", n.level}, {"trace", n.trace}, {"text", n.text}}; }

@@ -56,12 +56,23 @@ struct FixEdit {
   uint64_t before_seq = 0;
 };
 
+// One racing pair of calls: the earlier access's call and the later one's, in one trace.
+struct RacingPair {
+  uint64_t earlier_seq = 0;
+  uint64_t later_seq = 0;
+  bool operator==(const RacingPair&) const = default;
+};
+
 struct Occurrence {
   std::string trace;  // file it was found in
   int rank = -1;
   uint64_t count = 0;
   uint64_t first_seq = 0;  // of the later access
   uint64_t last_seq = 0;
+  // The first kMaxRacingPairs occurrences' call pairs, in call order, so the timeline reports
+  // can mark each one. Kept in memory only: the JSON report does not carry them.
+  static constexpr size_t kMaxRacingPairs = 4096;
+  std::vector<RacingPair> pairs;
 };
 
 struct Finding {

@@ -533,7 +533,10 @@ void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
         pending_.push_back(std::move(pf));
       }
       PendingFinding& pf = pending_[it->second];
-      if (pf.last_seq != a.seq || pf.count == 0) ++pf.count;
+      if (pf.last_seq != a.seq || pf.count == 0) {
+        ++pf.count;
+        if (pf.pairs.size() < Occurrence::kMaxRacingPairs) pf.pairs.push_back(RacingPair{c.earlier.seq, a.seq});
+      }
       pf.last_seq = a.seq;
     }
   }
@@ -603,7 +606,7 @@ std::vector<Finding> TraceAnalysis::findings() const {
     f.fingerprint = fingerprint_of(f);
     f.occurrences = pf.count;
     f.ranks = {summary_.rank};
-    f.where.push_back(Occurrence{path_, summary_.rank, pf.count, pf.first_seq, pf.last_seq});
+    f.where.push_back(Occurrence{path_, summary_.rank, pf.count, pf.first_seq, pf.last_seq, pf.pairs});
     out.push_back(std::move(f));
   }
   return out;

@@ -44,6 +44,7 @@ class TraceAnalysis {
     uint64_t first_seq = 0, last_seq = 0;
     bool has_released = false;  // kUseAfterReuse: the earlier tensor's release
     ReleasedBlock released;
+    std::vector<RacingPair> pairs;  // the first Occurrence::kMaxRacingPairs
   };
 
   void collect_precise_accesses();

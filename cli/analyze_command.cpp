@@ -32,6 +32,7 @@ struct AnalyzeArgs {
   bool no_color = false;
   bool force_output = false;
   std::string source_root;
+  size_t perfetto_findings = 20;  // --perfetto-findings: findings whose occurrences Perfetto marks
 };
 
 // "json=out.json" -> ("json", "out.json"); "text" -> ("text", "").
@@ -93,6 +94,7 @@ int run_analyze(const AnalyzeArgs& a) {
     report::ReportOptions ro;
     ro.max_frames = a.max_frames;
     ro.source_root = a.source_root;
+    ro.perfetto_findings = a.perfetto_findings;
     ro.trace_paths = paths;
     if (file.empty() || file == "-") {
       ro.color = name == "text" && !a.no_color && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
@@ -150,6 +152,9 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--force-output", args->force_output,
                 "Write a report through an output path that is a symbolic link (refused by default)");
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
+  sub->add_option("--perfetto-findings", args->perfetto_findings,
+                  "Perfetto report: mark every occurrence of the first N findings")
+      ->capture_default_str();
   return [args]() { return run_analyze(*args); };
 });
 

@@ -33,6 +33,7 @@ struct CheckArgs {
   bool update_baseline = false;
   std::vector<std::string> suppressions;
   std::string source_root;
+  size_t perfetto_findings = 20;  // --perfetto-findings: findings whose occurrences Perfetto marks
   bool no_color = false;
   bool force_output = false;
   bool separate_threads = false;
@@ -84,11 +85,13 @@ int run_check(const CheckArgs& a) {
   report::ReportOptions ro;
   ro.max_frames = a.max_frames;
   ro.source_root = a.source_root;
+  ro.perfetto_findings = a.perfetto_findings;
   std::vector<report::SuppressionList> suppressions;
   try {
     if (!a.baseline.empty() && !a.update_baseline) {
       ro.baselined = report::read_baseline(a.baseline);
       ro.have_baseline = true;
+      ro.baseline_path = a.baseline;
     }
     for (const auto& path : a.suppressions) suppressions.push_back(report::SuppressionList::load(path));
   } catch (const std::runtime_error& e) {
@@ -114,9 +117,10 @@ int run_check(const CheckArgs& a) {
     const report::Suppression* by = nullptr;
     for (auto& list : suppressions)
       if ((by = list.apply(f))) break;
-    if (by)
+    if (by) {
       ++suppressed;
-    else
+      ro.suppressed.push_back({std::move(f), by->source + " " + by->text()});  // SARIF lists them as suppressed
+    } else
       kept.push_back(std::move(f));
   }
   result.findings = std::move(kept);
@@ -145,7 +149,7 @@ int run_check(const CheckArgs& a) {
       shown = &shown_text;
     }
     ro.left_out_baselined = shown == &shown_text ? known.size() : 0;
-    if ((o.format == "perfetto" || o.format == "html") && !timeline) {
+    if ((o.format == "perfetto" || o.format == "html" || o.format == "junit") && !timeline) {
       try {
         timeline = loaded.trace_paths.empty() ? analysis::Timeline{} : analysis::build_timeline(loaded.trace_paths);
       } catch (const std::exception& e) {
@@ -226,6 +230,9 @@ RegisterCommand reg("check", 30, [](CLI::App& app) -> std::function<int()> {
       ->allow_extra_args(false);  // one value per occurrence: never swallows the positionals after it
   sub->add_option("-o,--output", args->output, "Write the (single) report format to FILE instead of stdout");
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
+  sub->add_option("--perfetto-findings", args->perfetto_findings,
+                  "Perfetto report: mark every occurrence of the first N findings")
+      ->capture_default_str();
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
   sub->add_option("--max-frames", args->max_frames, "Frames shown per stack in the text report")
       ->capture_default_str();

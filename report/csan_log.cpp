@@ -245,7 +245,7 @@ CsanLog read_csan_log(std::istream& in, const std::string& name) {
     f.fingerprint = analysis::fingerprint_of(f);
     f.occurrences = 1;
     if (rank >= 0) f.ranks = {rank};
-    f.where.push_back(analysis::Occurrence{name, rank, 1, f.later.seq, f.later.seq});
+    f.where.push_back(analysis::Occurrence{name, rank, 1, f.later.seq, f.later.seq, {}});
     out.findings.push_back(std::move(f));
     ++out.reports;
     // Scanning goes on from the next line: other ranks' reports may interleave with this one.

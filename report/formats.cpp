@@ -25,6 +25,12 @@ const Timeline& timeline_for(const ReportOptions& opts, std::optional<Timeline>&
 
 }  // namespace
 
+std::string default_docs_url() {
+  std::string url = STREAMRACE_DOCS_URL;
+  if (!url.empty() && url.back() != '/') url += '/';
+  return url;
+}
+
 const std::vector<std::string>& format_names() {
   static const std::vector<std::string> names{"text", "json", "sarif", "junit", "perfetto", "html"};
   return names;
@@ -55,7 +61,7 @@ void write_format(const std::string& format, std::ostream& out, const analysis::
   } else if (format == "sarif") {
     write_sarif(out, result, opts);
   } else if (format == "junit") {
-    write_junit(out, result, opts);
+    write_junit(out, result, timeline_for(opts, storage), opts);
   } else if (format == "perfetto") {
     write_perfetto(out, result, timeline_for(opts, storage), opts);
   } else if (format == "html") {

@@ -18,29 +18,40 @@ namespace {
 
 using analysis::Access;
 using analysis::Finding;
+using analysis::Occurrence;
 
+// Layout rules the tests check (tests/report: HtmlLayoutRules): no fixed widths, every table in
+// a horizontally scrolling wrapper, long names and paths wrap anywhere rather than overflow.
 constexpr const char* kStyle = R"CSS(
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
 header{background:#1d2330;color:#fff;padding:16px 24px}header h1{margin:0;font-size:20px}
-header p{margin:4px 0 0;color:#c9cfdb}main{padding:16px 24px;max-width:1200px}
-section.finding{background:#fff;border:1px solid #dde1e8;border-radius:6px;margin:0 0 18px;padding:12px 16px}
-section.finding h2{font-size:16px;margin:0 0 6px}
-.badge{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;font-weight:600;margin-right:6px}
+header p{margin:4px 0 0;color:#c9cfdb}main{padding:16px 24px}
+section{background:#fff;border:1px solid #dde1e8;border-radius:6px;margin:0 0 18px;padding:12px 16px;min-width:0}
+section h2{font-size:16px;margin:0 0 6px}
+.badge{display:inline-block;border-radius:3px;padding:0 6px;font-size:12px;font-weight:600;margin-right:6px;white-space:nowrap}
 .certain{background:#c62828;color:#fff}.possible{background:#ef8f00;color:#fff}
 .new{background:#1d2330;color:#fff}.baselined{background:#dde1e8;color:#1d2330}
 code,.mono{font-family:ui-monospace,"SFMono-Regular",Menlo,monospace;font-size:12.5px}
-table.accesses{border-collapse:collapse;width:100%;margin:8px 0}
-table.accesses th,table.accesses td{border:1px solid #e3e6ec;padding:4px 8px;text-align:left;vertical-align:top}
-table.accesses th{background:#f0f2f5;width:130px}
-ol.stack{margin:4px 0;padding-left:22px}ol.stack li{margin:1px 0}
+p,li,code,.mono{overflow-wrap:anywhere}
+.table-wrap{overflow-x:auto;max-width:100%}
+thead th{white-space:nowrap;overflow-wrap:normal;word-break:normal}td.fp{white-space:nowrap}
+table{border-collapse:collapse;width:100%;margin:8px 0}
+th,td{border:1px solid #e3e6ec;padding:4px 8px;text-align:left;vertical-align:top;overflow-wrap:anywhere;word-break:break-word}
+th{background:#f0f2f5}tbody th{white-space:nowrap}
+td.num{text-align:right;white-space:nowrap}
+.stacks{display:grid;grid-template-columns:repeat(auto-fit,minmax(min(100%,28em),1fr));gap:10px;margin:8px 0}
+.stacks>div{border:1px solid #e3e6ec;border-radius:4px;padding:6px 10px;min-width:0}
+.stacks h3{font-size:13px;margin:0 0 4px}
+ol.stack{margin:4px 0;padding-left:26px}ol.stack li{margin:2px 0}
 .fn{font-weight:600}.loc{color:#5a6475}
 .edge{border-left:3px solid #c62828;padding:2px 10px;margin:8px 0}
 .fix{border-left:3px solid #2e7d32;padding:2px 10px;margin:8px 0}
-.notice{padding:4px 10px;margin:4px 0;border-radius:4px;background:#fff4e5}
+.notice{padding:4px 10px;margin:4px 0;border-radius:4px;background:#fff4e5;overflow-wrap:anywhere}
 .notice.error{background:#fdecea}.notice.info{background:#e8f1fb}
-svg.timeline{background:#fff;border:1px solid #e3e6ec;margin:6px 0}
-svg .op{fill:#9aa5b8}svg .op.race{fill:#c62828}svg .lane{font-size:11px;fill:#5a6475}
-svg .flow{stroke:#5a6475;stroke-width:1;fill:none}svg .raceflow{stroke:#c62828;stroke-width:1.5;stroke-dasharray:4 3;fill:none}
+svg.timeline{display:block;width:100%;background:#fff;border:1px solid #e3e6ec;margin:6px 0}
+svg .op{fill:#9aa5b8}svg .op.race{fill:#c62828}svg .lane{font-size:11px;fill:#5a6475}svg .rank{font-size:12px;font-weight:600;fill:#1d2330}
+svg .tick{stroke:#e3e6ec}svg .axis{stroke:#5a6475}svg .ticklabel{font-size:10px;fill:#5a6475}
+svg .flow{stroke:#5a6475;stroke-width:1}svg .raceflow{stroke:#c62828;stroke-width:1.5;stroke-dasharray:4 3}
 )CSS";
 
 std::string esc(const std::string& s) { return escape_markup(s); }
@@ -67,29 +78,62 @@ class HtmlWriter {
     for (const auto& n : result_.notices)
       out_ << "<div class=\"notice " << esc(n.level) << "\"><b>" << esc(n.level) << "</b> "
            << esc(n.trace.empty() ? n.text : n.trace + ": " + n.text) << "</div>\n";
-    if (result_.findings.empty()) out_ << "<p>No races found.</p>\n";
+    summary();
     for (const auto& f : result_.findings) finding(f);
     if (!result_.traces.empty()) {
-      out_ << "<h2>Traces</h2>\n<ul>\n";
+      out_ << "<section class=\"traces\"><h2>Traces</h2>\n<div class=\"table-wrap\"><table>\n"
+           << "<thead><tr><th>rank</th><th>trace</th><th>host</th><th>pid</th><th>records</th><th>state</th></tr></thead>\n<tbody>\n";
       for (const auto& t : result_.traces)
-        out_ << "<li><code>" << esc(t.path) << "</code>"
-             << esc(fmt::format(" rank {}, host {}, pid {}, {} records{}", t.rank, t.host, t.pid, t.records,
-                                t.truncated ? ", truncated" : t.complete ? "" : ", incomplete"))
-             << "</li>\n";
-      out_ << "</ul>\n";
+        out_ << "<tr><td class=\"num\">" << t.rank << "</td><td><code>" << esc(t.path) << "</code></td><td>" << esc(t.host)
+             << "</td><td class=\"num\">" << t.pid << "</td><td class=\"num\">" << t.records << "</td><td>"
+             << (t.truncated ? "truncated" : t.complete ? "complete" : "incomplete") << "</td></tr>\n";
+      out_ << "</tbody></table></div></section>\n";
     }
     out_ << "<p class=\"loc\">streamrace " << esc(opts_.tool_version) << "</p>\n</main>\n</body>\n</html>\n";
   }
 
  private:
+  static std::string ranks_text(const Finding& f) {
+    std::string ranks;
+    for (int r : f.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    return ranks;
+  }
+
+  // One row per finding, linking to its section: what a reader scans first.
+  void summary() {
+    out_ << "<section class=\"summary\"><h2>Summary</h2>\n";
+    if (result_.findings.empty()) {
+      out_ << "<p>No races found.</p></section>\n";
+      return;
+    }
+    out_ << "<div class=\"table-wrap\"><table class=\"summary\">\n<thead><tr><th>rule</th>"
+         << (opts_.have_baseline ? "<th>status</th>" : "")
+         << "<th>race</th><th>later access</th><th>earlier access</th><th>occurrences</th><th>ranks</th><th>fingerprint</th></tr></thead>\n<tbody>\n";
+    for (const auto& f : result_.findings) {
+      bool certain = f.confidence == analysis::Confidence::kCertain;
+      out_ << "<tr><td><span class=\"badge " << (certain ? "certain" : "possible") << "\">" << finding_class(f).rule_id
+           << "</span></td>";
+      if (opts_.have_baseline) out_ << "<td>" << (is_new(f, opts_) ? "new" : "baselined") << "</td>";
+      out_ << "<td>" << esc(fmt::format("{}{}", f.confidence == analysis::Confidence::kPossible ? "possible " : "",
+                                        analysis::to_string(f.kind)))
+           << "</td><td>" << esc(f.later.op) << " <span class=\"loc\">" << esc(analysis::site_of(f.later))
+           << "</span></td><td>" << esc(f.earlier.op) << " <span class=\"loc\">" << esc(analysis::site_of(f.earlier))
+           << "</span></td><td class=\"num\">" << f.occurrences << "</td><td>" << esc(ranks_text(f))
+           << "</td><td class=\"fp\"><a class=\"mono\" href=\"#f-" << esc(f.fingerprint) << "\">" << esc(f.fingerprint)
+           << "</a></td></tr>\n";
+    }
+    out_ << "</tbody></table></div></section>\n";
+  }
+
   std::string display_path(const std::string& file) const {
     auto rel = source_uri_path(file, opts_.source_root);
     return rel.empty() ? file : rel;
   }
 
-  void stack(const Access& a) {
+  void stack(const char* title, const Access& a) {
+    out_ << "<div><h3>" << title << " (" << a.stack.size() << " frame" << (a.stack.size() == 1 ? "" : "s") << ")</h3>\n";
     if (a.stack.empty()) {
-      out_ << "<p class=\"loc\">no stack recorded</p>\n";
+      out_ << "<p class=\"loc\">no stack recorded</p></div>\n";
       return;
     }
     out_ << "<ol class=\"stack\">\n";
@@ -99,7 +143,7 @@ class HtmlWriter {
       if (fr.line > 0) out_ << ":" << fr.line;
       out_ << "</span></li>\n";
     }
-    out_ << "</ol>\n";
+    out_ << "</ol></div>\n";
   }
 
   void access_row(const char* header, const Access& e, const Access& l, const std::function<std::string(const Access&)>& field) {
@@ -116,12 +160,12 @@ class HtmlWriter {
       out_ << "<span class=\"badge " << (is_new(f, opts_) ? "new\">new" : "baselined\">baselined") << "</span>";
     out_ << esc(cls.title) << "</h2>\n";
     out_ << "<p>" << esc(headline(f)) << "</p>\n";
-    std::string ranks;
-    for (int r : f.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+    std::string ranks = ranks_text(f);
     out_ << "<p class=\"mono\">fingerprint " << esc(f.fingerprint) << " &middot; "
          << esc(fmt::format("{} occurrence{}", f.occurrences, f.occurrences == 1 ? "" : "s"))
          << (ranks.empty() ? "" : " &middot; ranks " + esc(ranks)) << " &middot; mode " << esc(f.mode) << "</p>\n";
-    out_ << "<table class=\"accesses\">\n<tr><th></th><th>earlier access</th><th>later access</th></tr>\n";
+    out_ << "<div class=\"table-wrap\"><table class=\"accesses\">\n<thead><tr><th></th><th>earlier access</th><th>later "
+            "access</th></tr></thead>\n<tbody>\n";
     access_row("operation", f.earlier, f.later, [](const Access& a) { return a.op + (a.op_kind.empty() ? "" : " (" + a.op_kind + ")"); });
     access_row("direction", f.earlier, f.later, [](const Access& a) { return a.direction + (a.exact ? "" : " (approximate)"); });
     access_row("stream", f.earlier, f.later, [](const Access& a) { return a.stream_label; });
@@ -132,11 +176,10 @@ class HtmlWriter {
       return a.alloc_bytes ? fmt::format("{} {:#x} + {}", a.alloc_kind, a.alloc_base, a.alloc_bytes) : a.alloc_kind;
     });
     access_row("call", f.earlier, f.later, [](const Access& a) { return fmt::format("seq {}, thread {}", a.seq, a.thread); });
-    out_ << "<tr><th>stack</th><td>";
-    stack(f.earlier);
-    out_ << "</td><td>";
-    stack(f.later);
-    out_ << "</td></tr>\n</table>\n";
+    out_ << "</tbody></table></div>\n<div class=\"stacks\">\n";
+    stack("Earlier access stack", f.earlier);
+    stack("Later access stack", f.later);
+    out_ << "</div>\n";
     if (!f.missing_edge.empty()) out_ << "<div class=\"edge\"><b>Missing edge.</b> " << esc(f.missing_edge) << "</div>\n";
     if (!f.fix.empty()) out_ << "<div class=\"fix\"><b>Fix.</b> " << esc(f.fix) << "</div>\n";
     timeline(f);
@@ -151,15 +194,12 @@ class HtmlWriter {
     out_ << "</section>\n";
   }
 
-  // The ops of the racing region on the two streams: a few before the earlier access, all
-  // between (at most kMaxBetween, split around the middle), a few after the later one.
-  std::vector<const TimelineOp*> region(const Finding& f, const std::string& trace) const {
+  // The ops of the racing region on the two streams of one trace: a few before the earlier
+  // access, all between (at most kMaxBetween, split around the middle), a few after the later.
+  std::vector<const TimelineOp*> region(const Timeline& tl, const TimelineOp* a, const TimelineOp* b) const {
     static constexpr size_t kContext = 3, kMaxBetween = 40;
     std::vector<const TimelineOp*> before, between, after;
-    const TimelineOp* a = tl_.find(trace, f.earlier.seq);
-    const TimelineOp* b = tl_.find(trace, f.later.seq);
-    if (!a || !b) return {};
-    for (const auto& op : tl_.ops) {
+    for (const auto& op : tl.ops) {
       if (op.trace != a->trace || (op.stream != a->stream && op.stream != b->stream)) continue;
       if (op.seq < a->seq) before.push_back(&op);
       else if (op.seq <= b->seq) between.push_back(&op);
@@ -178,67 +218,153 @@ class HtmlWriter {
     return out;
   }
 
+  // One rank's part of the picture: its first occurrence's two ops and the region around them.
+  struct RankRegion {
+    int rank = -1;
+    std::string trace;
+    const TimelineOp* earlier = nullptr;
+    const TimelineOp* later = nullptr;
+    std::vector<const TimelineOp*> ops;
+  };
+
+  static constexpr size_t kMaxRanksDrawn = 8;
+
+  // A "nice" tick step (1, 2 or 5 times a power of ten) giving about six ticks over `span` ns.
+  static uint64_t tick_step(double span) {
+    double raw = std::max(span / 6.0, 1.0);
+    double p = 1;
+    while (p * 10 <= raw) p *= 10;
+    double step = raw <= p ? p : raw <= 2 * p ? 2 * p : raw <= 5 * p ? 5 * p : 10 * p;
+    return static_cast<uint64_t>(step);
+  }
+
+  static std::string time_label(int64_t ns, uint64_t step) {
+    if (step >= 1'000'000) return fmt::format("{:g} ms", static_cast<double>(ns) / 1e6);
+    if (step >= 1'000) return fmt::format("{:g} \xC2\xB5s", static_cast<double>(ns) / 1e3);
+    return fmt::format("{} ns", ns);
+  }
+
+  // Every rank's racing region on one time axis: each rank's ops are placed relative to its own
+  // earlier access (t = 0), lanes grouped by rank in rank order, the earlier access's stream
+  // first, then the later one's.
   void timeline(const Finding& f) {
-    std::string trace = f.where.empty() ? std::string("findings") : f.where.front().trace;
-    auto ops = region(f, trace);
+    std::vector<RankRegion> regions;
+    std::vector<const Occurrence*> where;
+    for (const auto& w : f.where) where.push_back(&w);
+    std::stable_sort(where.begin(), where.end(), [](const Occurrence* a, const Occurrence* b) {
+      return a->rank != b->rank ? a->rank < b->rank : a->trace < b->trace;
+    });
+    for (const Occurrence* w : where) {
+      bool representative = w == &f.where.front();
+      analysis::RacingPair p = !w->pairs.empty() ? w->pairs.front()
+                               : representative  ? analysis::RacingPair{f.earlier.seq, f.later.seq}
+                                                 : analysis::RacingPair{};
+      const TimelineOp* a = tl_.find(w->trace, p.earlier_seq);
+      const TimelineOp* b = tl_.find(w->trace, p.later_seq);
+      if (!a || !b || regions.size() == kMaxRanksDrawn) continue;
+      regions.push_back(RankRegion{w->rank, w->trace, a, b, region(tl_, a, b)});
+    }
     Timeline own;
-    bool drawn_from_findings = ops.empty();
-    if (drawn_from_findings) {
+    bool timed = !regions.empty();
+    if (regions.empty()) {
       own = timeline_from_findings({f});
-      for (const auto& op : own.ops) ops.push_back(&op);
-      trace = own.ops.empty() ? trace : own.ops.front().trace;
+      const TimelineOp* a = own.find(own.ops.empty() ? "" : own.ops.front().trace, f.earlier.seq);
+      const TimelineOp* b = own.find(own.ops.empty() ? "" : own.ops.front().trace, f.later.seq);
+      if (!a || !b) return;
+      regions.push_back(RankRegion{a->rank, a->trace, a, b, region(own, a, b)});
     }
-    if (ops.empty()) return;
-    const Timeline& src = drawn_from_findings ? own : tl_;
-    std::vector<uint64_t> lanes;
-    std::map<uint64_t, std::string> labels;
-    uint64_t t0 = UINT64_MAX, t1 = 0;
-    for (const auto* op : ops) {
-      if (std::find(lanes.begin(), lanes.end(), op->stream) == lanes.end()) lanes.push_back(op->stream);
-      labels[op->stream] = op->stream_label;
-      t0 = std::min(t0, op->start_ns);
-      t1 = std::max(t1, op->end_ns);
+    const Timeline& src = timed ? tl_ : own;
+    size_t drawn_traces = regions.size();
+
+    // Each rank has its own window and axis: from a little before the first of its two racing
+    // accesses to a little after the last (times relative to its earlier access); ops outside
+    // the window are not drawn. One shared scale would squash a rank whose ops are µs apart
+    // next to one waiting hundreds of ms (the first step's collective).
+    auto rel = [](const TimelineOp* op, uint64_t t) { return static_cast<int64_t>(t) - static_cast<int64_t>(op->start_ns); };
+    constexpr double kPad = 1.5;  // % on each side
+    constexpr double kRankH = 18, kLaneH = 34, kAxisH = 26;
+    double height = 8;
+    for (const auto& r : regions) height += kRankH + kLaneH * (r.earlier->stream == r.later->stream ? 1 : 2) + kAxisH;
+    out_ << fmt::format("<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" height=\"{}\" role=\"img\"><title>racing "
+                        "region on {} rank{}</title>\n",
+                        height, regions.size(), regions.size() == 1 ? "" : "s");
+    double y = 8;
+    for (const auto& r : regions) {
+      int64_t lo = std::min<int64_t>(0, rel(r.earlier, r.later->start_ns));
+      int64_t hi = std::max(rel(r.earlier, r.later->end_ns), rel(r.earlier, r.earlier->end_ns));
+      int64_t margin = std::max<int64_t>((hi - lo) / 8, 1000);
+      lo -= margin;
+      hi += margin;
+      double span = static_cast<double>(hi - lo);
+      auto x = [&](int64_t t) { return kPad + (static_cast<double>(t - lo) / span) * (100 - 2 * kPad); };
+      double top = y;
+      out_ << fmt::format("<text class=\"rank\" x=\"4\" y=\"{}\">", y + 13)
+           << esc(r.rank >= 0 ? fmt::format("rank {} ({})", r.rank, r.trace) : r.trace) << "</text>\n";
+      y += kRankH;
+      std::vector<std::pair<uint64_t, const char*>> lanes{{r.earlier->stream, "earlier access"}};
+      if (r.later->stream != r.earlier->stream) lanes.push_back({r.later->stream, "later access"});
+      double axis_y = y + kLaneH * static_cast<double>(lanes.size()) + 2;
+      if (timed) {
+        uint64_t step = tick_step(span);
+        int64_t st = static_cast<int64_t>(step);
+        int64_t first_tick = (lo / st) * st;
+        if (first_tick < lo) first_tick += st;
+        for (int64_t t = first_tick; t <= hi; t += st)
+          out_ << fmt::format("<line class=\"tick\" x1=\"{0:.2f}%\" x2=\"{0:.2f}%\" y1=\"{1}\" y2=\"{2}\"/>"
+                              "<text class=\"ticklabel\" x=\"{0:.2f}%\" y=\"{3}\" text-anchor=\"middle\">",
+                              x(t), top + kRankH, axis_y + 4, axis_y + 15)
+               << esc(time_label(t, step)) << "</text>\n";
+      }
+      out_ << fmt::format("<line class=\"axis\" x1=\"{:.2f}%\" x2=\"{:.2f}%\" y1=\"{}\" y2=\"{}\"/>\n", kPad, 100 - kPad,
+                          axis_y, axis_y);
+      std::map<uint64_t, double> lane_y;
+      for (const auto& [stream, role] : lanes) {
+        const TimelineOp* any = stream == r.earlier->stream ? r.earlier : r.later;
+        out_ << fmt::format("<text class=\"lane\" x=\"4\" y=\"{}\">", y + 11) << esc(any->stream_label) << " &#8212; "
+             << role << "</text>\n";
+        lane_y[stream] = y + 14;
+        y += kLaneH;
+      }
+      y += kAxisH;
+      std::map<uint64_t, std::pair<double, double>> centre;  // seq -> (x %, y) of the slice centre
+      for (const auto* op : r.ops) {
+        bool race = op == r.earlier || op == r.later;
+        if (!race && (rel(r.earlier, op->end_ns) < lo || rel(r.earlier, op->start_ns) > hi)) continue;
+        int64_t t0 = std::max(rel(r.earlier, op->start_ns), lo), t1 = std::min(rel(r.earlier, op->end_ns), hi);
+        double x0 = x(t0), w = std::max(x(t1) - x0, 0.25);
+        double ly = lane_y.at(op->stream);
+        centre[op->seq] = {x0 + w / 2, ly + 8};
+        out_ << fmt::format("<rect class=\"op{}\" x=\"{:.2f}%\" y=\"{}\" width=\"{:.2f}%\" height=\"16\"><title>",
+                            race ? " race" : "", x0, ly, w)
+             << esc(fmt::format("{} (seq {}{})", op->name, op->seq, race ? ", racing access" : "")) << "</title></rect>\n";
+      }
+      for (const auto& fl : src.flows) {
+        if (fl.trace != r.trace) continue;
+        auto a = centre.find(fl.from_seq), b = centre.find(fl.to_seq);
+        if (a == centre.end() || b == centre.end()) continue;
+        out_ << fmt::format("<line class=\"flow\" x1=\"{:.2f}%\" y1=\"{}\" x2=\"{:.2f}%\" y2=\"{}\"><title>", a->second.first,
+                            a->second.second, b->second.first, b->second.second)
+             << esc(fl.label) << "</title></line>\n";
+      }
+      auto a = centre.at(r.earlier->seq), b = centre.at(r.later->seq);
+      out_ << fmt::format("<line class=\"raceflow\" x1=\"{:.2f}%\" y1=\"{}\" x2=\"{:.2f}%\" y2=\"{}\"><title>unordered</title></line>\n",
+                          a.first, a.second, b.first, b.second);
     }
-    const double left = 230, width = 900, lane_h = 30;
-    const double span = t1 > t0 ? static_cast<double>(t1 - t0) : 1.0;
-    auto x = [&](uint64_t t) { return left + (static_cast<double>(t - t0) / span) * (width - left - 10); };
-    auto lane_y = [&](uint64_t stream) {
-      return 10 + lane_h * static_cast<double>(std::find(lanes.begin(), lanes.end(), stream) - lanes.begin());
-    };
-    double height = 20 + lane_h * static_cast<double>(lanes.size());
-    out_ << fmt::format("<svg class=\"timeline\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" "
-                        "role=\"img\"><title>racing region</title>\n",
-                        width, height);
-    for (uint64_t s : lanes)
-      out_ << fmt::format("<text class=\"lane\" x=\"4\" y=\"{}\">", lane_y(s) + 15) << esc(labels[s]) << "</text>\n";
-    std::map<uint64_t, std::pair<double, double>> centre;  // seq -> (x, y) of the slice centre
-    for (const auto* op : ops) {
-      bool race = op->seq == f.earlier.seq || op->seq == f.later.seq;
-      double x0 = x(op->start_ns), x1 = std::max(x(op->end_ns) - 1, x0 + 3);  // 1 px gap between neighbours
-      double y = lane_y(op->stream);
-      centre[op->seq] = {(x0 + x1) / 2, y + 10};
-      out_ << fmt::format("<rect class=\"op{}\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"20\"><title>",
-                          race ? " race" : "", x0, y, x1 - x0)
-           << esc(fmt::format("{} (seq {}{})", op->name, op->seq, race ? ", racing access" : "")) << "</title></rect>\n";
-    }
-    for (const auto& fl : src.flows) {
-      if (fl.trace != ops.front()->trace) continue;
-      auto a = centre.find(fl.from_seq), b = centre.find(fl.to_seq);
-      if (a == centre.end() || b == centre.end()) continue;
-      out_ << fmt::format("<path class=\"flow\" d=\"M{:.1f},{:.1f} L{:.1f},{:.1f}\"><title>", a->second.first, a->second.second,
-                          b->second.first, b->second.second)
-           << esc(fl.label) << "</title></path>\n";
-    }
-    auto a = centre.find(f.earlier.seq), b = centre.find(f.later.seq);
-    if (a != centre.end() && b != centre.end())
-      out_ << fmt::format("<path class=\"raceflow\" d=\"M{:.1f},{:.1f} L{:.1f},{:.1f}\"><title>unordered</title></path>\n",
-                          a->second.first, a->second.second, b->second.first, b->second.second);
     out_ << "</svg>\n";
-    bool device = std::all_of(ops.begin(), ops.end(), [](const TimelineOp* op) { return op->device_time; });
-    out_ << "<p class=\"loc\">Racing region on the two streams (red: the racing accesses; dashed: unordered; grey "
-            "lines: event waits). "
-         << (device ? "Device timestamps." : "No device timestamps for every op: ops are placed in issue order.")
-         << "</p>\n";
+    bool device = true;
+    for (const auto& r : regions)
+      for (const auto* op : r.ops) device &= op->device_time;
+    std::string more = f.where.size() > drawn_traces && timed
+                           ? fmt::format(" {} more trace{} not drawn.", f.where.size() - drawn_traces,
+                                         f.where.size() - drawn_traces == 1 ? "" : "s")
+                           : std::string();
+    out_ << "<p class=\"loc\">Racing region of each rank's first occurrence on the two streams (red: the racing "
+            "accesses; dashed: unordered; grey lines: event waits). "
+         << (!timed    ? "No traces given: the two accesses in call order, no times."
+             : device ? "Each rank on its own axis: time from its earlier access, device timestamps."
+                      : "Each rank on its own axis: time from its earlier access; without device timestamps for every op, ops are placed "
+                        "in issue order (1 &#181;s nominal).")
+         << esc(more) << "</p>\n";
   }
 
   std::ostream& out_;

@@ -1,8 +1,11 @@
-// Writes JUnit XML (the Ant/Jenkins shape that GitHub, GitLab and Jenkins all read).
+// Writes JUnit XML (the Ant/Jenkins shape that GitHub, GitLab and Jenkins all read), element
+// order and attributes as the strict junit-10.xsd allows.
 #include "report/junit_report.h"
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <map>
 #include <sstream>
 
 #include "report/finding_class.h"
@@ -42,22 +45,67 @@ std::string describe(const Finding& f) {
   return s.str();
 }
 
+// "0.000012" seconds; a window shorter than a microsecond still shows as one.
+std::string seconds(uint64_t ns) {
+  if (ns > 0 && ns < 1000) ns = 1000;
+  return fmt::format("{}.{:06}", ns / 1'000'000'000, (ns % 1'000'000'000) / 1000);
+}
+
+// The racing window of a finding's first occurrence: from the start of the earlier access
+// to the end of the later one, in the trace it was first seen in. 0 when not in the timeline.
+uint64_t window_ns(const Finding& f, const Timeline& tl) {
+  if (f.where.empty()) return 0;
+  const auto& w = f.where.front();
+  analysis::RacingPair p = w.pairs.empty() ? analysis::RacingPair{f.earlier.seq, f.later.seq} : w.pairs.front();
+  const TimelineOp* a = tl.find(w.trace, p.earlier_seq);
+  const TimelineOp* b = tl.find(w.trace, p.later_seq);
+  if (!a || !b || b->end_ns < a->start_ns) return 0;
+  return b->end_ns - a->start_ns;
+}
+
+// The longest trace's span on the timeline: first op start to last op end.
+uint64_t longest_trace_ns(const Timeline& tl) {
+  std::map<std::string, std::pair<uint64_t, uint64_t>> span;
+  for (const auto& op : tl.ops) {
+    auto [it, fresh] = span.try_emplace(op.trace, op.start_ns, op.end_ns);
+    if (!fresh) {
+      it->second.first = std::min(it->second.first, op.start_ns);
+      it->second.second = std::max(it->second.second, op.end_ns);
+    }
+  }
+  uint64_t longest = 0;
+  for (const auto& [trace, s] : span) longest = std::max(longest, s.second - s.first);
+  return longest;
+}
+
+// Stable across runs (a dashboard keys a test's history on it): fingerprint and both sites.
+std::string case_name(const Finding& f) {
+  return fmt::format("{} {} ({}) vs {} ({})", f.fingerprint, f.later.op, analysis::site_of(f.later), f.earlier.op,
+                     analysis::site_of(f.earlier));
+}
+
 }  // namespace
 
-void write_junit(std::ostream& out, const analysis::AnalysisResult& result, const ReportOptions& opts) {
+void write_junit(std::ostream& out, const analysis::AnalysisResult& result, const Timeline& timeline,
+                 const ReportOptions& opts) {
   const auto& classes = finding_classes();
-  std::vector<std::vector<const Finding*>> fresh(classes.size()), known(classes.size());
-  for (const auto& f : result.findings)
-    (is_new(f, opts) ? fresh : known)[finding_class_index(f)].push_back(&f);
-  size_t failures = 0;
-  for (const auto& v : fresh) failures += v.empty() ? 0 : 1;
+  std::vector<size_t> per_class(classes.size(), 0);
+  size_t failures = 0, skipped = 0;
+  for (const auto& f : result.findings) {
+    ++per_class[finding_class_index(f)];
+    (is_new(f, opts) ? failures : skipped) += 1;
+  }
+  size_t empty_classes = 0;
+  for (size_t n : per_class) empty_classes += n == 0;
+  size_t tests = result.findings.size() + empty_classes;
+  std::string total = seconds(longest_trace_ns(timeline));
 
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  out << fmt::format("<testsuites name=\"streamrace\" tests=\"{}\" failures=\"{}\" errors=\"0\" time=\"0\">\n",
-                     classes.size(), failures);
+  out << fmt::format("<testsuites name=\"streamrace\" tests=\"{}\" failures=\"{}\" errors=\"0\" time=\"{}\">\n", tests,
+                     failures, total);
   out << fmt::format(
-      "  <testsuite name=\"streamrace.races\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"0\" time=\"0\">\n",
-      classes.size(), failures);
+      "  <testsuite name=\"streamrace.races\" tests=\"{}\" failures=\"{}\" errors=\"0\" skipped=\"{}\" time=\"{}\">\n",
+      tests, failures, skipped, total);
   out << "    <properties>\n";
   out << fmt::format("      <property name=\"tool.version\" value=\"{}\"/>\n", escape_markup(opts.tool_version));
   for (const auto& t : result.traces)
@@ -65,26 +113,25 @@ void write_junit(std::ostream& out, const analysis::AnalysisResult& result, cons
   out << "    </properties>\n";
   for (size_t i = 0; i < classes.size(); ++i) {
     const auto& c = classes[i];
-    out << fmt::format("    <testcase classname=\"streamrace.races\" name=\"{} {}\" time=\"0\"",
-                       c.rule_id, escape_markup(c.title));
-    if (fresh[i].empty() && known[i].empty()) {
-      out << "/>\n";
-      continue;
+    std::string classname = fmt::format("streamrace.{}", c.rule_id);
+    for (const auto& f : result.findings) {
+      if (finding_class_index(f) != i) continue;
+      out << fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{}\">\n", classname,
+                         escape_markup(case_name(f)), seconds(window_ns(f, timeline)));
+      if (is_new(f, opts)) {
+        out << fmt::format("      <failure type=\"{}\" message=\"{}\">{}</failure>\n", c.rule_id,
+                           escape_markup("new " + headline(f)), escape_markup(describe(f)));
+      } else {
+        out << fmt::format("      <skipped message=\"{}\"/>\n",
+                           escape_markup(opts.baseline_path.empty() ? std::string("accepted by the baseline")
+                                                                    : "accepted by the baseline " + opts.baseline_path));
+        out << "      <system-out>" << escape_markup(describe(f)) << "</system-out>\n";
+      }
+      out << "    </testcase>\n";
     }
-    out << ">\n";
-    if (!fresh[i].empty()) {
-      std::string body;
-      for (const Finding* f : fresh[i]) body += describe(*f);
-      out << fmt::format("      <failure type=\"{}\" message=\"{} new finding{}\">{}</failure>\n", c.rule_id,
-                         fresh[i].size(), fresh[i].size() == 1 ? "" : "s", escape_markup(body));
-    }
-    if (!known[i].empty()) {
-      std::string body = fmt::format("{} baselined finding{} (not failing):\n", known[i].size(),
-                                     known[i].size() == 1 ? "" : "s");
-      for (const Finding* f : known[i]) body += describe(*f);
-      out << "      <system-out>" << escape_markup(body) << "</system-out>\n";
-    }
-    out << "    </testcase>\n";
+    if (per_class[i] == 0)
+      out << fmt::format("    <testcase classname=\"{}\" name=\"{} {}: no findings\" time=\"0.000000\"/>\n", classname,
+                         c.rule_id, escape_markup(c.title));
   }
   if (!result.notices.empty()) {
     std::string body;

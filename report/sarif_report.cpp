@@ -1,10 +1,15 @@
-// Writes SARIF 2.1.0. Paths under ReportOptions::source_root become relative URIs against
-// %SRCROOT%, which is what GitHub needs to place results on files of the repository.
+// Writes SARIF 2.1.0. Every file URI is relative, against one of three base ids: %SRCROOT%
+// (ReportOptions::source_root, default the current directory: what GitHub needs to place
+// results on files of the repository), SITE_PACKAGES (installed Python packages) and
+// FILESYSTEM_ROOT (any other absolute path). Pseudo-files such as "<frozen runpy>" get no
+// physical location.
 #include "report/sarif_report.h"
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "report/finding_class.h"
 
@@ -19,8 +24,6 @@ using analysis::Frame;
 
 constexpr const char* kSchemaUri =
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json";
-constexpr const char* kRootBase = "%SRCROOT%";
-
 // RFC 3986: keep unreserved characters and '/', percent-encode the rest.
 std::string encode_uri_path(const std::string& path) {
   std::string out;
@@ -33,20 +36,61 @@ std::string encode_uri_path(const std::string& path) {
   return out;
 }
 
+constexpr const char* kRootBase = "%SRCROOT%";
+constexpr const char* kPackagesBase = "SITE_PACKAGES";
+constexpr const char* kFilesystemBase = "FILESYSTEM_ROOT";
+
+// For a file inside an installed package: the package directory ("/x/site-packages/") and
+// the path below it; else two empty strings.
+std::pair<std::string, std::string> split_installed(const std::string& file) {
+  for (const char* dir : {"/site-packages/", "/dist-packages/"}) {
+    auto at = file.rfind(dir);
+    if (at != std::string::npos) {
+      size_t end = at + std::string(dir).size();
+      if (end < file.size()) return {file.substr(0, end), file.substr(end)};
+    }
+  }
+  return {};
+}
+
+std::string directory_uri(std::string dir) {
+  if (dir.empty() || dir.back() != '/') dir += '/';
+  return dir.front() == '/' ? "file://" + encode_uri_path(dir) : encode_uri_path(dir);
+}
+
+
 class SarifWriter {
  public:
-  explicit SarifWriter(const ReportOptions& opts) : opts_(opts) {}
+  explicit SarifWriter(const ReportOptions& opts) : opts_(opts), root_(opts.source_root) {
+    if (root_.empty()) {
+      std::error_code ec;
+      root_ = std::filesystem::current_path(ec).string();
+    }
+  }
+
+  // A frame's file has a place on disk unless it is one of Python's "<string>", "<frozen x>".
+  static bool is_file(const std::string& file) { return !file.empty() && file.front() != '<'; }
 
   ordered_json artifact_location(const std::string& file) const {
     ordered_json a;
-    auto rel = source_uri_path(file, opts_.source_root);
+    auto [packages, inside] = split_installed(file);
+    if (!inside.empty()) {
+      package_dirs_.insert(packages);
+      a["uri"] = encode_uri_path(inside);
+      a["uriBaseId"] = kPackagesBase;
+      return a;
+    }
+    auto rel = source_uri_path(file, root_);
     if (!rel.empty()) {
       a["uri"] = encode_uri_path(rel);
       a["uriBaseId"] = kRootBase;
-    } else if (!file.empty() && file.front() == '/') {
-      a["uri"] = "file://" + encode_uri_path(file);
+    } else if (file.front() == '/') {
+      used_filesystem_root_ = true;
+      a["uri"] = encode_uri_path(std::filesystem::path(file).lexically_normal().generic_string().substr(1));
+      a["uriBaseId"] = kFilesystemBase;
     } else {
-      a["uri"] = encode_uri_path(file);
+      a["uri"] = encode_uri_path(std::filesystem::path(file).lexically_normal().generic_string());  // "../x.py"
+      a["uriBaseId"] = kRootBase;
     }
     return a;
   }
@@ -54,7 +98,7 @@ class SarifWriter {
   ordered_json location(const Frame& f, const std::string& message = {}, int id = -1) const {
     ordered_json loc;
     if (id >= 0) loc["id"] = id;
-    if (!f.file.empty()) {
+    if (is_file(f.file)) {
       ordered_json phys;
       phys["artifactLocation"] = artifact_location(f.file);
       if (f.line > 0) phys["region"] = ordered_json{{"startLine", f.line}};
@@ -68,7 +112,7 @@ class SarifWriter {
 
   // Where a result points for one access; a stackless access points at nothing in the source.
   ordered_json access_location(const Access& a, const std::string& message, int id = -1) const {
-    if (const Frame* f = primary_frame(a, opts_.source_root)) return location(*f, message, id);
+    if (const Frame* f = primary_frame(a, root_)) return location(*f, message, id);
     ordered_json loc;
     if (id >= 0) loc["id"] = id;
     loc["message"] = ordered_json{{"text", message}};
@@ -90,9 +134,9 @@ class SarifWriter {
     ordered_json locs = ordered_json::array();
     std::vector<const Frame*> shown;
     for (const auto& f : a.stack)
-      if (!f.file.empty() && (f.python || f.line > 0)) shown.push_back(&f);
+      if (is_file(f.file) && (f.python || f.line > 0)) shown.push_back(&f);
     if (shown.empty())
-      if (const Frame* f = primary_frame(a, opts_.source_root)) shown.push_back(f);
+      if (const Frame* f = primary_frame(a, root_)) shown.push_back(f);
     int depth = 0;
     for (auto it = shown.rbegin(); it != shown.rend(); ++it, ++depth) {
       bool last = std::next(it) == shown.rend();
@@ -108,7 +152,8 @@ class SarifWriter {
                         {"locations", std::move(locs)}};
   }
 
-  ordered_json result(const Finding& f) const {
+  // `suppressed_by`: the suppression line that took the finding out of the check, if any.
+  ordered_json result(const Finding& f, const std::string& suppressed_by = {}) const {
     const auto& cls = finding_class(f);
     ordered_json r;
     r["ruleId"] = cls.rule_id;
@@ -127,6 +172,17 @@ class SarifWriter {
     r["stacks"] = ordered_json::array({stack(f.earlier, "earlier"), stack(f.later, "later")});
     if (f.occurrences > 0) r["occurrenceCount"] = f.occurrences;
     if (opts_.have_baseline) r["baselineState"] = is_new(f, opts_) ? "new" : "unchanged";
+    ordered_json suppressions = ordered_json::array();
+    if (!suppressed_by.empty())
+      suppressions.push_back(ordered_json{{"kind", "external"}, {"status", "accepted"},
+                                          {"justification", "suppressed by " + suppressed_by}});
+    if (!is_new(f, opts_))
+      suppressions.push_back(ordered_json{
+          {"kind", "external"},
+          {"status", "accepted"},
+          {"justification", opts_.baseline_path.empty() ? std::string("accepted by the baseline")
+                                                        : "accepted by the baseline " + opts_.baseline_path}});
+    if (!suppressions.empty()) r["suppressions"] = std::move(suppressions);
     ordered_json props;
     props["kind"] = analysis::to_string(f.kind);
     props["confidence"] = analysis::to_string(f.confidence);
@@ -139,18 +195,33 @@ class SarifWriter {
     return r;
   }
 
-  static ordered_json rule(const FindingClass& c) {
+  ordered_json rule(const FindingClass& c) const {
+    static constexpr const char* kFix =
+        "Order the two accesses: record a CUDA event on the earlier access's stream right after it and make "
+        "the later access's stream wait on that event right before it (in PyTorch: `stream.wait_stream`, "
+        "`event.record()` / `stream.wait_event()`, or `tensor.record_stream` for memory freed under another "
+        "stream). The result's message names the missing edge and the properties carry the suggested fix.";
+    std::string anchor = c.rule_id;
+    for (auto& ch : anchor) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    bool certain = c.confidence == analysis::Confidence::kCertain;
     ordered_json r;
     r["id"] = c.rule_id;
     r["name"] = c.name;
     r["shortDescription"] = ordered_json{{"text", c.title}};
     r["fullDescription"] = ordered_json{{"text", c.description}};
+    if (!opts_.docs_url.empty()) r["helpUri"] = opts_.docs_url + "reports.md#" + anchor;
+    std::string fix_text = kFix;
+    std::string plain_fix;
+    for (char ch : fix_text)
+      if (ch != '`') plain_fix += ch;
     r["help"] = ordered_json{
-        {"text", std::string(c.description) +
-                     " Fix: order the two accesses: record a CUDA event on the earlier access's stream after it "
-                     "and make the later access's stream wait on that event before it (or use "
-                     "stream.wait_stream / tensor.record_stream in PyTorch)."}};
-    bool certain = c.confidence == analysis::Confidence::kCertain;
+        {"text", std::string(c.description) + " Fix: " + plain_fix},
+        {"markdown", fmt::format("**{} {}** ({})\n\n{}\n\n**Fix.** {}\n\n`streamrace explain FINGERPRINT TRACE_DIR` "
+                                 "tells the whole story of one finding{}.",
+                                 c.rule_id, c.title, certain ? "certain" : "possible", c.description, fix_text,
+                                 opts_.docs_url.empty() ? std::string()
+                                                        : fmt::format("; see [{}]({}reports.md#{})", c.rule_id,
+                                                                      opts_.docs_url, anchor))}};
     r["defaultConfiguration"] = ordered_json{{"level", certain ? "error" : "warning"}};
     r["properties"] = ordered_json{{"tags", {"concurrency", "cuda", "data-race"}},
                                    {"precision", certain ? "very-high" : "medium"},
@@ -167,14 +238,31 @@ class SarifWriter {
     for (const auto& c : finding_classes()) rules.push_back(rule(c));
     driver["rules"] = std::move(rules);
 
+    ordered_json results = ordered_json::array();
+    for (const auto& f : result.findings) results.push_back(this->result(f));
+    for (const auto& s : opts_.suppressed) results.push_back(this->result(s.finding, s.by));
+
     ordered_json run;
     run["tool"] = ordered_json{{"driver", std::move(driver)}};
-    if (!opts_.source_root.empty()) {
-      std::string root = opts_.source_root;
-      if (root.back() != '/') root += '/';
-      std::string uri = root.front() == '/' ? "file://" + encode_uri_path(root) : encode_uri_path(root);
-      run["originalUriBaseIds"] = ordered_json{{kRootBase, {{"uri", uri}}}};
+    run["automationDetails"] = ordered_json{
+        {"id", "streamrace/races/"},
+        {"description", {{"text", fmt::format("streamrace race analysis of {} trace{}", result.traces.size(),
+                                              result.traces.size() == 1 ? "" : "s")}}}};
+    ordered_json bases;
+    if (!root_.empty())
+      bases[kRootBase] = ordered_json{{"uri", directory_uri(root_)},
+                                      {"description", {{"text", opts_.source_root.empty()
+                                                                    ? "the current directory (no --source-root given)"
+                                                                    : "--source-root"}}}};
+    if (!package_dirs_.empty()) {
+      ordered_json b{{"description", {{"text", "the installed Python packages (site-packages)"}}}};
+      if (package_dirs_.size() == 1) b["uri"] = directory_uri(*package_dirs_.begin());
+      bases[kPackagesBase] = std::move(b);
     }
+    if (used_filesystem_root_)
+      bases[kFilesystemBase] = ordered_json{{"uri", "file:///"},
+                                            {"description", {{"text", "files outside the source root"}}}};
+    if (!bases.empty()) run["originalUriBaseIds"] = std::move(bases);
     ordered_json notes = ordered_json::array();
     for (const auto& n : result.notices) {
       std::string level = n.level == "error" ? "error" : n.level == "warning" ? "warning" : "note";
@@ -184,8 +272,6 @@ class SarifWriter {
     ordered_json invocation{{"executionSuccessful", true}};
     if (!notes.empty()) invocation["toolExecutionNotifications"] = std::move(notes);
     run["invocations"] = ordered_json::array({std::move(invocation)});
-    ordered_json results = ordered_json::array();
-    for (const auto& f : result.findings) results.push_back(result_json(f));
     run["results"] = std::move(results);
     ordered_json traces = ordered_json::array();
     for (const auto& t : result.traces) traces.push_back(t.path);
@@ -199,8 +285,11 @@ class SarifWriter {
   }
 
  private:
-  ordered_json result_json(const Finding& f) const { return result(f); }
   const ReportOptions& opts_;
+  std::string root_;
+  // Filled while results are written, read when the run's base ids are.
+  mutable std::set<std::string> package_dirs_;
+  mutable bool used_filesystem_root_ = false;
 };
 
 }  // namespace

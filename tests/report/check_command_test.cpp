@@ -47,6 +47,31 @@ TEST_F(CheckCommand, NewFindingFails) {
   EXPECT_TRUE(std::filesystem::exists(dir_.file("out.sarif")));
 }
 
+TEST_F(CheckCommand, PerfettoFindingsFlagSetsHowManyFindingsAreMarked) {
+  for (const char* cmd : {"check", "analyze"}) {
+    auto all = streamrace(std::string(cmd) + " racy -f perfetto=all.json");
+    EXPECT_EQ(all.status, 1) << all.err;
+    auto none = streamrace(std::string(cmd) + " racy -f perfetto=none.json --perfetto-findings 0");
+    EXPECT_EQ(none.status, 1) << none.err;
+    EXPECT_EQ(nlohmann::json::parse(testing::read_file(dir_.file("all.json")))["otherData"]["markedOccurrences"], 2) << cmd;
+    EXPECT_EQ(nlohmann::json::parse(testing::read_file(dir_.file("none.json")))["otherData"]["markedOccurrences"], 0) << cmd;
+  }
+}
+
+TEST_F(CheckCommand, SuppressedFindingStaysInSarifAsSuppressed) {
+  std::string fp = fingerprint_of_racy();
+  testing::write_file(dir_.file("sup.txt"), "# accepted for now\nfingerprint:" + fp + "\n");
+  auto r = streamrace("check racy --suppressions sup.txt -f sarif=out.sarif -f json=out.json");
+  EXPECT_EQ(r.status, 0) << r.err;
+  auto doc = nlohmann::json::parse(testing::read_file(dir_.file("out.sarif")));
+  const auto& results = doc["runs"][0]["results"];
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0]["suppressions"][0]["justification"], "suppressed by sup.txt:2 fingerprint:" + fp);
+  EXPECT_EQ(results[0]["suppressions"][0]["kind"], "external");
+  // The other formats leave it out.
+  EXPECT_TRUE(nlohmann::json::parse(testing::read_file(dir_.file("out.json")))["findings"].empty());
+}
+
 TEST_F(CheckCommand, CleanTracesPass) {
   auto r = streamrace("check fixed -f junit=out.xml");
   EXPECT_EQ(r.status, 0) << r.err;

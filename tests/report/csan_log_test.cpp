@@ -185,11 +185,11 @@ TEST(Suppressions, BadLinesNameFileAndLine) {
 TEST(FindingMerge, SameFingerprintSumsOccurrencesAndUnitesRanks) {
   auto a = sample_finding();
   a.ranks = {1};
-  a.where = {{"r1.srace", 1, 3, 10, 20}};
+  a.where = {{"r1.srace", 1, 3, 10, 20, {}}};
   auto b = a;
   b.ranks = {0};
   b.occurrences = 2;
-  b.where = {{"r0.srace", 0, 2, 5, 6}};
+  b.where = {{"r0.srace", 0, 2, 5, 6, {}}};
   auto c = a;
   c.fingerprint = "ffff000000000000";
   c.confidence = analysis::Confidence::kPossible;
