@@ -57,6 +57,13 @@ bool is_file(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+#ifndef STREAMRACE_LIBDIR_FROM_BINDIR
+#define STREAMRACE_LIBDIR_FROM_BINDIR "../lib"
+#endif
+
+// STREAMRACE_LIB, else the library relative to this binary (symbolic links resolved, so a
+// link to an installed bin/streamrace still finds its lib/): the install layout
+// (STREAMRACE_INSTALL_LIBDIR), then the build tree's bin/ and lib/.
 std::string find_tracer_library() {
   if (const char* env = std::getenv("STREAMRACE_LIB"); env && *env) return is_file(env) ? env : "";
   char exe[PATH_MAX] = {0};
@@ -64,7 +71,8 @@ std::string find_tracer_library() {
   if (n <= 0) return "";
   std::string dir(exe, size_t(n));
   dir = dir.substr(0, dir.rfind('/'));
-  for (const char* rel : {"/../lib/libstreamrace.so", "/libstreamrace.so", "/../lib64/libstreamrace.so"}) {
+  for (const char* rel : {"/" STREAMRACE_LIBDIR_FROM_BINDIR "/libstreamrace.so", "/../lib/libstreamrace.so",
+                          "/libstreamrace.so", "/../lib64/libstreamrace.so"}) {
     std::string p = dir + rel;
     char real[PATH_MAX];
     if (is_file(p) && realpath(p.c_str(), real)) return real;
