@@ -131,8 +131,8 @@ bool TracerProcess::enabled() {
 }
 
 std::string TracerProcess::next_trace_path() const {
-  std::string d = tracer_setting("out").value_or("");
-  if (d.empty()) d = ".";
+  const std::optional<std::string> out = tracer_setting("out");
+  const std::string d = out && !out->empty() ? *out : std::string(".");
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   std::string base = d + "/" + host + "-" + std::to_string(getpid());
