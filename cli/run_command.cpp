@@ -22,6 +22,7 @@
 
 #include "analyzer/analyzer.h"
 #include "cli/command_registry.h"
+#include "report/closing_summary.h"
 #include "report/output_file.h"
 #include "report/text_report.h"
 #include "traceformat/trace_file.h"
@@ -42,6 +43,8 @@ struct RunArgs {
   std::string out_dir;  // resolved: -o, STREAMRACE_OUT, out= in STREAMRACE_OPTIONS, streamrace-traces
   std::map<std::string, std::string> settings;  // tracer settings given as run options
   int error_exitcode = kExitRaces;
+  size_t max_frames = 8;     // --max-frames, as for analyze
+  size_t print_limit = 100;  // --print-limit, as for analyze
   bool keep_going = false;
   bool no_color = false;
   bool force_output = false;  // -o may be a symbolic link to a directory
@@ -411,7 +414,10 @@ int run_traced(RunArgs a) {
   }
   report::TextOptions to;
   to.color = !a.no_color && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
+  to.max_frames = a.max_frames;
+  to.print_limit = a.print_limit;
   report::write_text(std::cout, result, to);
+  std::cout << report::closing_summary(result) << "\n";
   std::cout.flush();
   std::cerr << "streamrace run: " << traces.size() << " trace" << (traces.size() == 1 ? "" : "s") << " in " << dir
             << "\n";
@@ -432,6 +438,9 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
       ->capture_default_str();
   sub->add_flag("--keep-going", args->keep_going, "Skip traces that cannot be read instead of failing");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
+  sub->add_option("--max-frames", args->max_frames, "Frames shown per stack in the text report")->capture_default_str();
+  sub->add_option("--print-limit", args->print_limit, "Findings printed at most in the text report (0 = all); the rest are counted in one line")
+      ->capture_default_str();
   auto* timing = sub->add_flag("--timing", args->timing,
                                "Also record device timestamps (CUPTI activity records) for `streamrace overlap` and "
                                "the report timelines; costs about as much again as the rest of the tracer "
