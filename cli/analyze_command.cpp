@@ -33,6 +33,7 @@ struct AnalyzeArgs {
   bool no_const_reads = false;
   bool no_color = false;
   bool force_output = false;
+  bool progress = false;  // --progress
   std::string source_root;
 };
 
@@ -72,6 +73,7 @@ int run_analyze(const AnalyzeArgs& a) {
       total += std::filesystem::file_size(p, ec);
     }
     report::ProgressMeter meter("analysing", total);
+    if (a.progress) meter.request();
     analysis::AnalyzerOptions opts;
     opts.separate_host_threads = a.separate_threads;
     opts.unknown_streams_blocking = a.unknown_blocking;
@@ -157,6 +159,7 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--force-output", args->force_output,
                 "Write a report through an output path that is a symbolic link (refused by default)");
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
+  sub->add_flag("--progress", args->progress, "Show progress on stderr even when it is no terminal (on a terminal it shows after a second anyway)");
   return [args]() { return run_analyze(*args); };
 });
 

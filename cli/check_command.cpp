@@ -39,6 +39,7 @@ struct CheckArgs {
   bool force_output = false;
   bool separate_threads = false;
   bool unknown_blocking = false;
+  bool progress = false;  // --progress
 };
 
 struct Output {
@@ -104,6 +105,7 @@ int run_check(const CheckArgs& a) {
     lo.analyzer.separate_host_threads = a.separate_threads;
     lo.analyzer.unknown_streams_blocking = a.unknown_blocking;
     lo.jobs = a.jobs;
+    lo.force_progress = a.progress;
     loaded = report::load_findings(a.inputs, lo);
   } catch (const report::InputError& e) {
     return bad_input(e.what());
@@ -257,6 +259,7 @@ RegisterCommand reg("check", 30, [](CLI::App& app) -> std::function<int()> {
                 "Write reports or the baseline through output paths that are symbolic links (refused by default)");
   sub->add_flag("--separate-host-threads", args->separate_threads, "As for analyze");
   sub->add_flag("--unknown-streams-blocking", args->unknown_blocking, "As for analyze");
+  sub->add_flag("--progress", args->progress, "Show progress on stderr even when it is no terminal (on a terminal it shows after a second anyway)");
   return [args]() { return run_check(*args); };
 });
 
