@@ -127,7 +127,9 @@ TracerProcess& TracerProcess::get() {
 }
 
 bool TracerProcess::enabled() {
-  return !tracer_flag("disable");
+  // Read once: NCCL entry points ask on every call, and STREAMRACE_OPTIONS would be parsed each time.
+  static const bool on = !tracer_flag("disable");
+  return on;
 }
 
 std::string TracerProcess::next_trace_path() const {
