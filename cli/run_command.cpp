@@ -445,15 +445,18 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                                "Also record device timestamps (CUPTI activity records) for `streamrace overlap` and "
                                "the report timelines; costs about as much again as the rest of the tracer "
                                "(STREAMRACE_TIMING=1)");
-  auto* stacks = sub->add_option("--stacks", "Call stacks: auto (default), native, python or none (STREAMRACE_STACKS)");
+  auto* stacks = sub->add_option("--stacks", "Call stacks: auto (default), native, python or none (STREAMRACE_STACKS)")->type_name("MODE");
   auto* precise_start = sub->add_option(
-      "--precise-start", "Precise mode: start the Sanitizer session at load (default) or init (STREAMRACE_PRECISE_START)");
+      "--precise-start", "Precise mode: start the Sanitizer session at load (default) or init (STREAMRACE_PRECISE_START)")
+                            ->type_name("WHEN");
   auto* precise_patches = sub->add_option(
       "--precise-patches", "Precise mode: the device callbacks fatbin (default: next to libstreamrace.so; "
-                           "STREAMRACE_PRECISE_PATCHES)");
+                           "STREAMRACE_PRECISE_PATCHES)")
+                              ->type_name("FILE");
   auto* module_filter = sub->add_option(
       "--precise-module-filter", "Precise mode: 0 patches every module, not only those holding a selected kernel "
-                                 "(STREAMRACE_PRECISE_MODULE_FILTER)");
+                                 "(STREAMRACE_PRECISE_MODULE_FILTER)")
+                            ->type_name("0|1");
   auto* precise_debug =
       sub->add_flag("--precise-debug", args->precise_debug, "Precise mode: per-process counts on stderr (STREAMRACE_PRECISE_DEBUG=1)");
   sub->add_flag("--force-output", args->force_output,
