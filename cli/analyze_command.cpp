@@ -8,6 +8,7 @@
 
 #include "analyzer/analyzer.h"
 #include "cli/command_registry.h"
+#include "report/closing_summary.h"
 #include "report/formats.h"
 #include "report/output_file.h"
 #include "report/progress_meter.h"
@@ -24,6 +25,7 @@ struct AnalyzeArgs {
   int error_exitcode = kExitRaces;
   unsigned jobs = 0;  // -j: 0 = one thread per core
   size_t max_frames = 8;  // --max-frames: frames per stack in the text report
+  size_t print_limit = 100;  // --print-limit: findings printed in the text report (0 = all)
   bool separate_threads = false;
   bool unknown_blocking = false;
   bool kernel_extent_allocation = false;
@@ -31,6 +33,7 @@ struct AnalyzeArgs {
   bool no_const_reads = false;
   bool no_color = false;
   bool force_output = false;
+  bool progress = false;  // --progress
   std::string source_root;
   size_t perfetto_findings = 20;  // --perfetto-findings: findings whose occurrences Perfetto marks
 };
@@ -71,6 +74,7 @@ int run_analyze(const AnalyzeArgs& a) {
       total += std::filesystem::file_size(p, ec);
     }
     report::ProgressMeter meter("analysing", total);
+    if (a.progress) meter.request();
     analysis::AnalyzerOptions opts;
     opts.separate_host_threads = a.separate_threads;
     opts.unknown_streams_blocking = a.unknown_blocking;
@@ -93,15 +97,18 @@ int run_analyze(const AnalyzeArgs& a) {
   for (const auto& [name, file] : outs) {
     report::ReportOptions ro;
     ro.max_frames = a.max_frames;
+    ro.print_limit = a.print_limit;
     ro.source_root = a.source_root;
     ro.perfetto_findings = a.perfetto_findings;
     ro.trace_paths = paths;
     if (file.empty() || file == "-") {
       ro.color = name == "text" && !a.no_color && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
       report::write_format(name, std::cout, result, ro);
+      if (name == "text") std::cout << report::closing_summary(result) << "\n";
     } else {
       std::ostringstream text;
       report::write_format(name, text, result, ro);
+      if (name == "text") text << report::closing_summary(result) << "\n";
       try {
         report::OutputOptions oo;
         oo.follow_symlink = a.force_output;
@@ -147,6 +154,8 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
   sub->add_option("--max-frames", args->max_frames, "Frames shown per stack in the text report")
       ->capture_default_str();
+  sub->add_option("--print-limit", args->print_limit, "Findings printed at most in the text report (0 = all); the rest are counted in one line")
+      ->capture_default_str();
   sub->add_option("-j,--jobs", args->jobs, "Traces analysed in parallel (0 = one per core); the report is the same for any value")
       ->capture_default_str();
   sub->add_flag("--force-output", args->force_output,
@@ -155,6 +164,7 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--perfetto-findings", args->perfetto_findings,
                   "Perfetto report: mark every occurrence of the first N findings")
       ->capture_default_str();
+  sub->add_flag("--progress", args->progress, "Show progress on stderr even when it is no terminal (on a terminal it shows after a second anyway)");
   return [args]() { return run_analyze(*args); };
 });
 

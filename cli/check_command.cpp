@@ -13,6 +13,7 @@
 #include "cli/command_registry.h"
 #include "report/baseline.h"
 #include "report/finding_class.h"
+#include "report/closing_summary.h"
 #include "report/finding_inputs.h"
 #include "report/formats.h"
 #include "report/output_file.h"
@@ -26,6 +27,7 @@ struct CheckArgs {
   std::vector<std::string> inputs;
   unsigned jobs = 0;  // -j: 0 = one thread per core
   size_t max_frames = 8;  // --max-frames: frames per stack in the text report
+  size_t print_limit = 100;  // --print-limit: findings printed in the text report and the verdict (0 = all)
   int error_exitcode = kExitRaces;  // exit status when the check fails
   std::vector<std::string> formats;
   std::string output;
@@ -38,6 +40,7 @@ struct CheckArgs {
   bool force_output = false;
   bool separate_threads = false;
   bool unknown_blocking = false;
+  bool progress = false;  // --progress
 };
 
 struct Output {
@@ -84,6 +87,7 @@ int run_check(const CheckArgs& a) {
   output_options.follow_symlink = a.force_output;
   report::ReportOptions ro;
   ro.max_frames = a.max_frames;
+  ro.print_limit = a.print_limit;
   ro.source_root = a.source_root;
   ro.perfetto_findings = a.perfetto_findings;
   std::vector<report::SuppressionList> suppressions;
@@ -104,6 +108,7 @@ int run_check(const CheckArgs& a) {
     lo.analyzer.separate_host_threads = a.separate_threads;
     lo.analyzer.unknown_streams_blocking = a.unknown_blocking;
     lo.jobs = a.jobs;
+    lo.force_progress = a.progress;
     loaded = report::load_findings(a.inputs, lo);
   } catch (const report::InputError& e) {
     return bad_input(e.what());
@@ -137,6 +142,7 @@ int run_check(const CheckArgs& a) {
   ro.trace_paths = loaded.trace_paths;
   std::optional<analysis::Timeline> timeline;
   bool summary_to_stderr = false;
+  std::string closing;  // the text report's SUMMARY line, when it goes to stdout: the last line there
   for (const auto& o : outs) {
     // The text report shows the findings that fail the check; the other formats carry all
     // unsuppressed findings and mark which ones the baseline accepts.
@@ -149,6 +155,9 @@ int run_check(const CheckArgs& a) {
       shown = &shown_text;
     }
     ro.left_out_baselined = shown == &shown_text ? known.size() : 0;
+    report::SummaryCounts counts;
+    counts.baselined = ro.have_baseline ? known.size() : 0;
+    counts.suppressed = suppressed;
     if ((o.format == "perfetto" || o.format == "html" || o.format == "junit") && !timeline) {
       try {
         timeline = loaded.trace_paths.empty() ? analysis::Timeline{} : analysis::build_timeline(loaded.trace_paths);
@@ -161,11 +170,13 @@ int run_check(const CheckArgs& a) {
       summary_to_stderr |= o.format != "text";
       ro.color = o.format == "text" && !a.no_color && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
       report::write_format(o.format, std::cout, *shown, ro);
+      if (o.format == "text") closing = report::closing_summary(*shown, counts) + "\n";
       std::cout.flush();
     } else {
       ro.color = false;
       std::ostringstream text;
       report::write_format(o.format, text, *shown, ro);
+      if (o.format == "text") text << report::closing_summary(*shown, counts) << "\n";
       try {
         report::write_output_file(o.file, text.str(), output_options);
       } catch (const report::OutputError& e) {
@@ -193,10 +204,18 @@ int run_check(const CheckArgs& a) {
   }
   s << fmt::format(", {} suppressed", suppressed);
   s << (failed ? " - FAILED\n" : " - passed\n");
-  if (!a.update_baseline)
-    for (const auto* f : fresh)
+  if (!a.update_baseline) {
+    size_t listed = 0;
+    for (const auto* f : fresh) {
+      if (a.print_limit && listed == a.print_limit) break;
+      ++listed;
       s << fmt::format("  new: {} {} {}{}\n", report::finding_class(*f).rule_id, f->fingerprint, report::headline(*f),
                        ranks_of(*f));
+    }
+    if (listed < fresh.size())
+      s << fmt::format("  {} more new finding{} not listed (--print-limit {}; 0 lists all)\n", fresh.size() - listed,
+                       fresh.size() - listed == 1 ? "" : "s", a.print_limit);
+  }
   if (gone > 0)
     s << fmt::format("  {} in the baseline no longer seen (--update-baseline drops them)\n", plural(gone, "finding"));
   for (const auto& list : suppressions)
@@ -210,6 +229,7 @@ int run_check(const CheckArgs& a) {
   for (const auto& n : result.notices)
     if (n.level != "info") s << "  " << n.level << ": " << (n.trace.empty() ? "" : n.trace + ": ") << n.text << "\n";
   (summary_to_stderr ? std::cerr : std::cout) << s.str();
+  std::cout << closing;
   return failed ? a.error_exitcode : kExitClean;
 }
 
@@ -236,6 +256,8 @@ RegisterCommand reg("check", 30, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
   sub->add_option("--max-frames", args->max_frames, "Frames shown per stack in the text report")
       ->capture_default_str();
+  sub->add_option("--print-limit", args->print_limit, "Findings printed at most in the text report (0 = all); the rest are counted in one line")
+      ->capture_default_str();
   sub->add_option("-j,--jobs", args->jobs, "Traces analysed in parallel (0 = one per core); the verdict is the same for any value")
       ->capture_default_str();
   sub->add_option("--error-exitcode", args->error_exitcode, "Exit status when the check fails (new findings)")
@@ -244,6 +266,7 @@ RegisterCommand reg("check", 30, [](CLI::App& app) -> std::function<int()> {
                 "Write reports or the baseline through output paths that are symbolic links (refused by default)");
   sub->add_flag("--separate-host-threads", args->separate_threads, "As for analyze");
   sub->add_flag("--unknown-streams-blocking", args->unknown_blocking, "As for analyze");
+  sub->add_flag("--progress", args->progress, "Show progress on stderr even when it is no terminal (on a terminal it shows after a second anyway)");
   return [args]() { return run_check(*args); };
 });
 

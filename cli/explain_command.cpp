@@ -20,7 +20,8 @@ namespace {
 struct ExplainArgs {
   std::string fingerprint;
   std::vector<std::string> inputs;
-  bool json = false;
+  std::string format = "text";
+  bool json = false;  // --json: the older spelling of --format json
 };
 
 void print_access(std::ostream& out, const char* which, const analysis::Access& a) {
@@ -74,6 +75,10 @@ void print_region(std::ostream& out, const analysis::Finding& f, const analysis:
 }
 
 int run_explain(const ExplainArgs& a) {
+  if (a.format != "text" && a.format != "json") {
+    std::cerr << "streamrace explain: unknown format '" << a.format << "' (text or json)\n";
+    return kExitBadInput;
+  }
   report::LoadedFindings loaded;
   try {
     loaded = report::load_findings(a.inputs);
@@ -99,7 +104,7 @@ int run_explain(const ExplainArgs& a) {
     return kExitBadInput;
   }
   const auto& f = *hits.front();
-  if (a.json) {
+  if (a.json || a.format == "json") {
     nlohmann::json j = f;
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kExitClean;
@@ -149,7 +154,8 @@ RegisterCommand reg("explain", 40, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("fingerprint", args->fingerprint, "The finding's fingerprint (16 hex digits) or a unique prefix")->required();
   sub->add_option("inputs", args->inputs, "Trace files or directories, findings JSON documents, CUDA-sanitizer logs")
       ->required();
-  sub->add_flag("--json", args->json, "Print the finding as JSON");
+  sub->add_option("-f,--format", args->format, "text or json")->capture_default_str();
+  sub->add_flag("--json", args->json, "Print the finding as JSON (same as --format json)");
   return [args]() { return run_explain(*args); };
 });
 

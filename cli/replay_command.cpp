@@ -2,7 +2,7 @@
 // apply the analyzer's suggested fixes to recorded traces and judge the result.
 //   streamrace replay zero --stage 1|2|3 --fix none|event|wait-stream|sync|all [--gpus N]
 //                          [--simulate] [--delay-us N] [--steps N] [--seed N] [--format text|json]
-//   streamrace replay trace DIR --apply-fix FINGERPRINT|all [--out DIR] [--format text|json]
+//   streamrace replay trace DIR --apply-fix FINGERPRINT|all [-o DIR] [--format text|json]
 //                           [--max-rounds N (0 = automatic)] [--no-simulate]
 // Exit status: 0 all variants clean / every targeted finding gone and none new, 1 otherwise,
 // 2 bad input. `replay trace` edits the recorded traces record by record (trace_editor.h).
@@ -19,6 +19,7 @@
 
 #include "analyzer/analyzer.h"
 #include "cli/command_registry.h"
+#include "report/progress_meter.h"
 #include "replay/analyzer_verdict.h"
 #include "replay/stream_simulator.h"
 #include "replay/timeline.h"
@@ -50,6 +51,8 @@ struct ZeroArgs {
   std::string trace_dir;
   std::string emit_ir;
   bool timeline = false;
+  int error_exitcode = kExitRaces;
+  bool progress = false;  // --progress
 };
 
 struct TraceArgs {
@@ -61,6 +64,8 @@ struct TraceArgs {
   uint64_t seed = 1;
   uint32_t max_rounds = 0;
   bool no_simulate = false;
+  int error_exitcode = kExitRaces;
+  bool progress = false;  // --progress
 };
 
 int bad(const std::string& what) {
@@ -133,7 +138,14 @@ int run_zero(const ZeroArgs& a) {
         if (a.timeline && r == 0) print_timeline(std::cout, s, TimelineOptions{34, false});
       }
     }
+    report::ProgressMeter meter("judging variants", 0);
+    if (a.progress) meter.request();
+    o.progress = [&](size_t done, size_t total, const std::string& variant) {
+      meter.set_total(total);
+      meter.update(done, fmt::format("variant {} of {}: {}", done + 1, total, variant));
+    };
     reports = run_zero_replay(o);
+    meter.finish();
   } catch (const std::invalid_argument& e) {
     return bad(e.what());
   } catch (const trace::TraceError& e) {
@@ -153,7 +165,7 @@ int run_zero(const ZeroArgs& a) {
                         {"variants", reports},
                         {"races", any}};
     std::cout << j.dump(2) << "\n";
-    return any ? kExitRaces : kExitClean;
+    return any ? a.error_exitcode : kExitClean;
   }
   std::cout << fmt::format("streamrace replay: ZeRO stage {}, {} ranks, {} parameters, bucket {} elements{}\n", a.stage,
                            o.base.world, o.base.param_elements.size(), o.base.bucket_elements,
@@ -174,7 +186,7 @@ int run_zero(const ZeroArgs& a) {
     if (!r.first_corruption.empty()) std::cout << fmt::format("  {}: simulator: {}\n", r.variant, r.first_corruption);
   }
   if (!a.simulate) std::cout << "(add --simulate for the CPU simulator's verdict)\n";
-  return any ? kExitRaces : kExitClean;
+  return any ? a.error_exitcode : kExitClean;
 }
 
 // Simulator verdict on a trace, lifted into a schedule: exhaustive when small, else seeded
@@ -234,9 +246,19 @@ int run_trace(const TraceArgs& a) {
   o.out_dir = a.out.empty() ? (fs::path(a.inputs[0]).lexically_normal().string() + ".fixed") : a.out;
   if (fs::path(o.out_dir).has_filename() && fs::path(o.out_dir).filename() == ".fixed")
     o.out_dir = "streamrace-fixed";
+  // Up to one round per occurrence, each analysing every trace again: tens of seconds on the
+  // bundled recording, so the meter shows the rounds (on a terminal, or with --progress).
+  report::ProgressMeter meter("applying fixes", 0);
+  if (a.progress) meter.request();
+  o.progress = [&](uint32_t rounds, uint64_t left, uint64_t total) {
+    meter.set_total(total);
+    meter.update(total - std::min(left, total),
+                 fmt::format("round {}, {} of {} occurrences left", rounds, left, total));
+  };
   RecordFixResult res;
   try {
     res = apply_record_fixes(traces, o);
+    meter.finish();
   } catch (const std::invalid_argument& e) {
     return bad(e.what());
   } catch (const trace::TraceError& e) {
@@ -246,7 +268,10 @@ int run_trace(const TraceArgs& a) {
   }
   std::vector<std::pair<std::string, std::string>> sims;  // before, after per trace
   if (!a.no_simulate) {
+    report::ProgressMeter sim_meter("simulating", res.traces.size());
+    if (a.progress) sim_meter.request();
     for (const auto& t : res.traces) {
+      sim_meter.update(sims.size(), fmt::format("trace {} of {}", sims.size() + 1, res.traces.size()));
       bool b = false, f = false;
       auto before = simulate_trace(t.source, a, b);
       auto after = simulate_trace(t.edited, a, f);
@@ -277,7 +302,7 @@ int run_trace(const TraceArgs& a) {
                         {"introduced", res.verdict.introduced}, {"traces", traces_j}, {"fixed", fixed},
                         {"verdict", verdict}};
     std::cout << j.dump(2) << "\n";
-    return fixed || nothing ? kExitClean : kExitRaces;
+    return fixed || nothing ? kExitClean : a.error_exitcode;
   }
   std::cout << fmt::format("streamrace replay: {} trace(s), {} finding(s) before, {} targeted\n", res.traces.size(),
                            res.before.findings.size(), res.verdict.targeted.size());
@@ -313,7 +338,7 @@ int run_trace(const TraceArgs& a) {
   std::cout << "edited traces in " << o.out_dir << "\n"
             << (nothing ? "verdict: nothing to fix (the input has no findings)\n"
                         : fixed ? "verdict: fixed\n" : "verdict: NOT fixed\n");
-  return fixed || nothing ? kExitClean : kExitRaces;
+  return fixed || nothing ? kExitClean : a.error_exitcode;
 }
 
 const RegisterCommand kRegister("replay", 60, [](CLI::App& app) -> std::function<int()> {
@@ -337,15 +362,20 @@ const RegisterCommand kRegister("replay", 60, [](CLI::App& app) -> std::function
   zero->add_option("--delay-us", za->delay_us, "spin this long on the reduce stream before every flush");
   zero->add_option("--steps", za->steps, "simulated steps per rank")->default_val(100);
   zero->add_option("--seed", za->seed, "simulator seed")->default_val(1);
-  zero->add_option("--format", za->format, "text or json")->default_val("text");
+  zero->add_option("-f,--format", za->format, "text or json")->default_val("text");
+  zero->add_option("--error-exitcode", za->error_exitcode, "Exit status when a variant races")->capture_default_str();
   zero->add_option("--trace-dir", za->trace_dir, "keep the emitted traces here");
   zero->add_option("--emit-ir", za->emit_ir, "write each variant's schedule IR (per rank) as JSON into this directory");
   zero->add_flag("--timeline", za->timeline, "print each variant's per-stream timeline (rank 0)");
+  zero->add_flag("--progress", za->progress, "Show progress on stderr even when it is no terminal (on a terminal it shows after a second anyway)");
   auto* tr = cmd->add_subcommand("trace", "Apply the analyzer's suggested fixes to recorded traces and re-judge them");
   tr->add_option("inputs", ta->inputs, "trace files or directories")->required();
   tr->add_option("--apply-fix", ta->apply_fix, "FINGERPRINT[,FINGERPRINT...] or all")->required();
-  tr->add_option("--out", ta->out, "directory for the edited traces (default: <input>.fixed)");
-  tr->add_option("--format", ta->format, "text or json")->default_val("text");
+  // -o names the main output, as everywhere; --out is the older spelling.
+  tr->add_option("-o,--output-dir,--out", ta->out, "directory for the edited traces (default: <input>.fixed)");
+  tr->add_option("-f,--format", ta->format, "text or json")->default_val("text");
+  tr->add_option("--error-exitcode", ta->error_exitcode, "Exit status when the fix leaves a targeted finding or adds one")
+      ->capture_default_str();
   tr->add_option("--steps", ta->steps, "seeded simulator runs when a trace is too large to search")->default_val(100);
   tr->add_option("--seed", ta->seed, "simulator seed")->default_val(1);
   tr->add_option("--max-rounds", ta->max_rounds,
@@ -353,6 +383,7 @@ const RegisterCommand kRegister("replay", 60, [](CLI::App& app) -> std::function
                  "findings have occurrences")
       ->default_val(0);
   tr->add_flag("--no-simulate", ta->no_simulate, "leave out the CPU simulator's second opinion");
+  tr->add_flag("--progress", ta->progress, "Show progress on stderr even when it is no terminal (on a terminal it shows after a second anyway)");
   return [zero, tr, za, ta]() {
     if (zero->parsed()) return run_zero(*za);
     if (tr->parsed()) return run_trace(*ta);

@@ -1,6 +1,8 @@
-// `streamrace run [-o DIR] [--error-exitcode N] [--keep-going] -- cmd args...`: runs a
-// command with libstreamrace.so preloaded into it and every process it starts, waits for
-// it, then analyses the traces the run wrote and prints the report.
+// `streamrace run [-o DIR] [tracer settings] [--error-exitcode N] [--keep-going] -- cmd args...`:
+// runs a command with libstreamrace.so preloaded into it and every process it starts, waits
+// for it, then analyses the traces the run wrote and prints the report. The tracer settings
+// (tracer/tracer_settings.h) come from run's options, STREAMRACE_<NAME> and STREAMRACE_OPTIONS,
+// and reach the traced processes resolved, one STREAMRACE_<NAME> each.
 #include <CLI/CLI.hpp>
 #include <dirent.h>
 #include <signal.h>
@@ -13,15 +15,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "analyzer/analyzer.h"
 #include "cli/command_registry.h"
+#include "report/closing_summary.h"
 #include "report/output_file.h"
 #include "report/text_report.h"
 #include "traceformat/trace_file.h"
+#include "tracer/tracer_settings.h"
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
 #include "cli/precise_kernels.h"
 #include "tracer/precise/kernel_selection.h"
@@ -30,18 +35,88 @@
 namespace streamrace::cli {
 namespace {
 
+using tracer::TracerSetting;
+
+// The tracer settings the user gave as run options (key -> value); the rest come from the
+// environment (resolve_settings).
 struct RunArgs {
-  std::string out_dir = "streamrace-traces";
+  std::string out_dir;  // resolved: -o, STREAMRACE_OUT, out= in STREAMRACE_OPTIONS, streamrace-traces
+  std::map<std::string, std::string> settings;  // tracer settings given as run options
   int error_exitcode = kExitRaces;
+  size_t max_frames = 8;     // --max-frames, as for analyze
+  size_t print_limit = 100;  // --print-limit, as for analyze
   bool keep_going = false;
   bool no_color = false;
-  bool timing = false;  // --timing: device timestamps
   bool force_output = false;  // -o may be a symbolic link to a directory
-  bool precise_requested = false;  // --precise[=all|auto|REGEX] was given
+  bool timing = false;         // --timing
+  bool precise_debug = false;  // --precise-debug
+  bool precise_requested = false;  // --precise[=all|auto|REGEX], or a precise setting in the environment
   std::string precise;
   std::string precise_from;  // --precise=auto: the earlier run's traces (default: the -o directory)
   std::vector<std::string> command;
 };
+
+// Each setting's run option ("" = none: STREAMRACE_DISABLE only makes sense outside run).
+const char* run_option_of(const TracerSetting& s) {
+  static const std::map<std::string, const char*> options = {
+      {"out", "-o DIR"},
+      {"stacks", "--stacks MODE"},
+      {"timing", "--timing"},
+      {"torch_allocator", "--torch-allocator 0|1"},
+      {"disable", ""},
+      {"precise", "--precise[=all|auto|REGEX]"},
+      {"precise_start", "--precise-start WHEN"},
+      {"precise_patches", "--precise-patches FILE"},
+      {"precise_module_filter", "--precise-module-filter 0|1"},
+      {"precise_debug", "--precise-debug"}};
+  auto it = options.find(s.key);
+  return it == options.end() ? "" : it->second;
+}
+
+// The footer of `run --help`: every tracer setting, its variable, values, default and option.
+std::string settings_help() {
+  std::string out =
+      "Tracer settings. Each is a run option, a STREAMRACE_<NAME> variable or a KEY=VALUE word of\n"
+      "STREAMRACE_OPTIONS (STREAMRACE_OPTIONS=\"stacks=none timing=1\"); a run option wins over the\n"
+      "variable, the variable over STREAMRACE_OPTIONS. The traced processes get the resolved values.\n";
+  for (const auto& s : tracer::kTracerSettings) {
+    const std::string opt = run_option_of(s);
+    out += std::string("  ") + s.key + "=" + s.values + "  (" + s.env + (opt.empty() ? "" : ", " + opt) +
+           "; default " + s.fallback + ")\n      " + s.meaning + "\n";
+  }
+  out += "  STREAMRACE_LIB=FILE  (run itself, not the tracer) the library to preload instead of ../lib/libstreamrace.so\n";
+  return out;
+}
+
+// Every tracer setting's value for the traced processes (absent: the default), by the
+// precedence above; "" and an error when STREAMRACE_OPTIONS or a value is malformed.
+std::map<const TracerSetting*, std::string> resolve_settings(const RunArgs& a, std::string& error) {
+  std::map<const TracerSetting*, std::string> values;
+  if (const char* all = std::getenv("STREAMRACE_OPTIONS")) {
+    auto parsed = tracer::parse_tracer_options(all);
+    if (!parsed.error.empty()) {
+      error = "STREAMRACE_OPTIONS: " + parsed.error;
+      return {};
+    }
+    for (auto& [s, v] : parsed.values) values[s] = v;
+  }
+  for (const auto& s : tracer::kTracerSettings)
+    if (const char* v = std::getenv(s.env); v && *v) values[&s] = v;
+  for (const auto& [key, v] : a.settings) values[tracer::find_tracer_setting(key)] = v;
+  auto check = [&](const char* key, std::initializer_list<const char*> allowed) {
+    auto it = values.find(tracer::find_tracer_setting(key));
+    if (it == values.end() || error.size()) return;
+    std::string names;
+    for (const char* v : allowed) {
+      if (it->second == v) return;
+      names += std::string(names.empty() ? "" : ", ") + v;
+    }
+    error = std::string(key) + "=" + it->second + " is not one of " + names;
+  };
+  check("stacks", {"auto", "native", "python", "none"});
+  check("precise_start", {"load", "init"});
+  return error.empty() ? values : std::map<const TracerSetting*, std::string>{};
+}
 
 volatile sig_atomic_t g_child = 0;
 
@@ -57,6 +132,13 @@ bool is_file(const std::string& p) {
   return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
+#ifndef STREAMRACE_LIBDIR_FROM_BINDIR
+#define STREAMRACE_LIBDIR_FROM_BINDIR "../lib"
+#endif
+
+// STREAMRACE_LIB, else the library relative to this binary (symbolic links resolved, so a
+// link to an installed bin/streamrace still finds its lib/): the install layout
+// (STREAMRACE_INSTALL_LIBDIR), then the build tree's bin/ and lib/.
 std::string find_tracer_library() {
   if (const char* env = std::getenv("STREAMRACE_LIB"); env && *env) return is_file(env) ? env : "";
   char exe[PATH_MAX] = {0};
@@ -64,7 +146,8 @@ std::string find_tracer_library() {
   if (n <= 0) return "";
   std::string dir(exe, size_t(n));
   dir = dir.substr(0, dir.rfind('/'));
-  for (const char* rel : {"/../lib/libstreamrace.so", "/libstreamrace.so", "/../lib64/libstreamrace.so"}) {
+  for (const char* rel : {"/" STREAMRACE_LIBDIR_FROM_BINDIR "/libstreamrace.so", "/../lib/libstreamrace.so",
+                          "/libstreamrace.so", "/../lib64/libstreamrace.so"}) {
     std::string p = dir + rel;
     char real[PATH_MAX];
     if (is_file(p) && realpath(p.c_str(), real)) return real;
@@ -117,7 +200,12 @@ struct PreciseSetting {
 PreciseSetting resolve_precise(const RunArgs& a, const std::set<std::string>& earlier_traces, const std::string& dir) {
   namespace pr = streamrace::tracer::precise;
   PreciseSetting out;
-  pr::PreciseSpec spec = pr::parse_precise_spec(a.precise);
+  // From STREAMRACE_PRECISE or STREAMRACE_OPTIONS the tracer's own forms pass too.
+  if (a.precise.rfind("names:", 0) == 0) {
+    out.env = a.precise;
+    return out;
+  }
+  pr::PreciseSpec spec = pr::parse_precise_spec(a.precise.rfind("regex:", 0) == 0 ? a.precise.substr(6) : a.precise);
   if (spec.kind == pr::PreciseSpec::Kind::kAll) {
     out.env = "all";
     return out;
@@ -180,7 +268,23 @@ PreciseSetting resolve_precise(const RunArgs& a, const std::set<std::string>& ea
 }
 #endif
 
-int run_traced(const RunArgs& a) {
+int run_traced(RunArgs a) {
+  std::string settings_error;
+  std::map<const TracerSetting*, std::string> settings = resolve_settings(a, settings_error);
+  if (!settings_error.empty()) {
+    std::cerr << "streamrace run: error: " << settings_error << "\n";
+    return kExitBadInput;
+  }
+  const TracerSetting* out_setting = tracer::find_tracer_setting("out");
+  const TracerSetting* precise_setting = tracer::find_tracer_setting("precise");
+  a.out_dir = settings.count(out_setting) && !settings[out_setting].empty() ? settings[out_setting] : "streamrace-traces";
+  if (!a.precise_requested && settings.count(precise_setting)) {
+    const std::string& v = settings[precise_setting];
+    a.precise_requested = !v.empty() && v != "0";
+    a.precise = v;
+  }
+  settings.erase(out_setting);
+  settings.erase(precise_setting);
 #if !(defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT)
   if (a.precise_requested) return precise_unavailable();
 #endif
@@ -254,7 +358,16 @@ int run_traced(const RunArgs& a) {
       setenv("STREAMRACE_PRECISE", precise.env.c_str(), 1);
     }
     setenv("STREAMRACE_OUT", dir.c_str(), 1);
-    if (a.timing) setenv("STREAMRACE_TIMING", "1", 1);
+    // Every other setting as resolved; STREAMRACE_OPTIONS is not read a second time.
+    for (const auto& s : tracer::kTracerSettings) {
+      if (&s == out_setting || &s == precise_setting) continue;
+      auto it = settings.find(&s);
+      if (it == settings.end())
+        unsetenv(s.env);
+      else
+        setenv(s.env, it->second.c_str(), 1);
+    }
+    unsetenv("STREAMRACE_OPTIONS");
     execvp(argv[0], argv.data());
     std::fprintf(stderr, "streamrace run: cannot run %s: %s\n", argv[0], std::strerror(errno));
     _exit(127);
@@ -302,7 +415,10 @@ int run_traced(const RunArgs& a) {
   }
   report::TextOptions to;
   to.color = !a.no_color && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
+  to.max_frames = a.max_frames;
+  to.print_limit = a.print_limit;
   report::write_text(std::cout, result, to);
+  std::cout << report::closing_summary(result) << "\n";
   std::cout.flush();
   std::cerr << "streamrace run: " << traces.size() << " trace" << (traces.size() == 1 ? "" : "s") << " in " << dir
             << "\n";
@@ -316,16 +432,39 @@ int run_traced(const RunArgs& a) {
 RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<RunArgs>();
   auto* sub = app.add_subcommand("run", "Run a command with the tracer in every process it starts, then report races");
-  sub->add_option("-o,--output-dir", args->out_dir, "Directory for the trace files (one per traced process)")
-      ->capture_default_str();
+  sub->add_option("-o,--output-dir", args->out_dir,
+                  "Directory for the trace files, one per traced process (default: streamrace-traces; STREAMRACE_OUT)");
   sub->add_option("--error-exitcode", args->error_exitcode,
                   "Exit status when races are found and the command itself succeeded")
       ->capture_default_str();
   sub->add_flag("--keep-going", args->keep_going, "Skip traces that cannot be read instead of failing");
   sub->add_flag("--no-color", args->no_color, "Never colour the text report");
-  sub->add_flag("--timing", args->timing,
-                "Also record device timestamps (CUPTI activity records) for `streamrace overlap` and the "
-                "report timelines; costs about as much again as the rest of the tracer (STREAMRACE_TIMING=1)");
+  sub->add_option("--max-frames", args->max_frames, "Frames shown per stack in the text report")->capture_default_str();
+  sub->add_option("--print-limit", args->print_limit, "Findings printed at most in the text report (0 = all); the rest are counted in one line")
+      ->capture_default_str();
+  auto* timing = sub->add_flag("--timing", args->timing,
+                               "Also record device timestamps (CUPTI activity records) for `streamrace overlap` and "
+                               "the report timelines; costs about as much again as the rest of the tracer "
+                               "(STREAMRACE_TIMING=1)");
+  auto* stacks = sub->add_option("--stacks", "Call stacks: auto (default), native, python or none (STREAMRACE_STACKS)")->type_name("MODE");
+  auto* torch_allocator =
+      sub->add_option("--torch-allocator",
+                      "0 leaves PyTorch's caching allocator unobserved: kernel extents then reach to the end of "
+                      "its cudaMalloc segments (STREAMRACE_TORCH_ALLOCATOR)")
+          ->type_name("0|1");
+  auto* precise_start = sub->add_option(
+      "--precise-start", "Precise mode: start the Sanitizer session at load (default) or init (STREAMRACE_PRECISE_START)")
+                            ->type_name("WHEN");
+  auto* precise_patches = sub->add_option(
+      "--precise-patches", "Precise mode: the device callbacks fatbin (default: next to libstreamrace.so; "
+                           "STREAMRACE_PRECISE_PATCHES)")
+                              ->type_name("FILE");
+  auto* module_filter = sub->add_option(
+      "--precise-module-filter", "Precise mode: 0 patches every module, not only those holding a selected kernel "
+                                 "(STREAMRACE_PRECISE_MODULE_FILTER)")
+                            ->type_name("0|1");
+  auto* precise_debug =
+      sub->add_flag("--precise-debug", args->precise_debug, "Precise mode: per-process counts on stderr (STREAMRACE_PRECISE_DEBUG=1)");
   sub->add_flag("--force-output", args->force_output,
                 "Write traces into an --output-dir that is a symbolic link (refused by default)");
   auto* precise = sub->add_option("--precise", args->precise,
@@ -336,8 +475,16 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                   "With --precise=auto: the directory of the earlier run whose possible findings name the kernels "
                   "to patch (default: the traces already in --output-dir)");
   sub->add_option("command", args->command, "The command to trace, after --")->required();
-  return [args, precise]() {
+  sub->footer(settings_help());
+  return [=]() {
     args->precise_requested = precise->count() > 0;
+    auto& st = args->settings;
+    if (sub->get_option("-o")->count()) st["out"] = args->out_dir;
+    if (timing->count()) st["timing"] = "1";
+    if (precise_debug->count()) st["precise_debug"] = "1";
+    for (auto [key, opt] : {std::pair{"stacks", stacks}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
+                            {"precise_patches", precise_patches}, {"precise_module_filter", module_filter}})
+      if (opt->count()) st[key] = opt->as<std::string>();
     return run_traced(*args);
   };
 });

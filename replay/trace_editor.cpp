@@ -213,6 +213,14 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       if (targets.count(f.fingerprint)) cap += f.occurrences;
   }
   res.round_cap = cap;
+  auto occurrences_left = [&](const AnalyzerVerdict& verdict) {
+    uint64_t n = 0;
+    for (const auto& f : verdict.findings)
+      if (targets.count(f.fingerprint)) n += f.occurrences;
+    return n;
+  };
+  const uint64_t total_occurrences = occurrences_left(res.before);
+  if (opts.progress) opts.progress(0, total_occurrences, total_occurrences);
   for (uint32_t round = 0;; ++round) {
     // One edit per targeted finding: its first occurrence, in the trace its seqs belong to.
     std::map<size_t, std::vector<const analysis::Finding*>> by_trace;
@@ -254,6 +262,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
     if (!edited) break;
     ++res.rounds;
     v = analyze_traces(cur);
+    if (opts.progress) opts.progress(res.rounds, occurrences_left(v), total_occurrences);
   }
   std::vector<std::string> final_paths;
   for (size_t t = 0; t < traces.size(); ++t) {

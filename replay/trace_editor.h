@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,9 @@ struct RecordFixOptions {
   // targeted findings have occurrences in total (plus one), enough for every one of them.
   uint32_t max_rounds = 0;
   bool keep_rounds = false;  // keep every round's traces (<stem>.round<N>.srace)
+  // Called once the input is analysed and after each round's analysis: the rounds done, and
+  // the targeted findings' occurrences still there against those of the input.
+  std::function<void(uint32_t rounds, uint64_t left, uint64_t total)> progress;
 };
 
 struct RecordFixResult {

@@ -83,6 +83,7 @@ std::vector<VariantReport> run_zero_replay(const ZeroReplayOptions& o) {
   const std::string root =
       temp ? (fs::temp_directory_path() / fmt::format("streamrace-replay-{}", ::getpid())).string() : o.trace_dir;
   for (const auto& v : variants) {
+    if (o.progress) o.progress(out.size(), variants.size(), v);
     ZeroConfig c = o.base;
     if (!set_zero_variant(c, v))
       throw std::invalid_argument(fmt::format("unknown variant '{}' for stage {}", v, c.stage));

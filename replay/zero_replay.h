@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,8 @@ struct ZeroReplayOptions {
   std::string trace_dir;              // where traces go; empty: a temporary directory, removed
   uint64_t exhaustive_max_cells = 4096;
   uint64_t exhaustive_max_states = 500'000;
+  // Called before each variant is judged: how many are done, of how many, and its name.
+  std::function<void(size_t done, size_t total, const std::string& variant)> progress;
 };
 
 struct VariantReport {

@@ -147,6 +147,7 @@ LoadedFindings load_findings(const std::vector<std::string>& inputs, const LoadO
       total += ec ? 0 : size;
     }
     ProgressMeter meter("analysing traces", total);
+    if (opts.force_progress) meter.request();
     uint64_t base = 0;
     auto aopts = opts.analyzer;
     // The analyzer reports bytes of the trace it is reading; add the traces already done.

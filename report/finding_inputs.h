@@ -28,6 +28,7 @@ struct LoadedFindings {
 struct LoadOptions {
   analysis::AnalyzerOptions analyzer;  // its progress callback is set by load_findings
   bool progress = true;                // a meter on stderr when it is a terminal
+  bool force_progress = false;         // --progress: the meter from the start, terminal or not
   unsigned jobs = 0;                   // traces analysed in parallel (0 = one per core)
 };
 

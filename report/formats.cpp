@@ -54,6 +54,7 @@ void write_format(const std::string& format, std::ostream& out, const analysis::
     t.color = opts.color;
     t.left_out_baselined = opts.left_out_baselined;
     t.max_frames = opts.max_frames;
+    t.print_limit = opts.print_limit;
     write_text(out, result, t);
   } else if (format == "json") {
     nlohmann::json j = result;

@@ -44,6 +44,7 @@ struct ReportOptions {
   // shows only new ones); the summary line names them instead of saying "no races found".
   size_t left_out_baselined = 0;
   size_t max_frames = 8;  // text only: frames shown per stack (--max-frames)
+  size_t print_limit = 0;  // text only: findings printed at most, 0 = all (--print-limit)
   // Perfetto and HTML draw ops around the races. Give the traces the result came from and
   // the timeline is built from them on demand (or pass one already built in `timeline`).
   std::vector<std::string> trace_paths;

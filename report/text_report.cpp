@@ -103,7 +103,10 @@ std::string summary_line(const AnalysisResult& r, size_t left_out_baselined) {
 void write_text(std::ostream& out, const AnalysisResult& r, const TextOptions& opts) {
   Palette p;
   if (opts.color) p = Palette{"\033[1m", "\033[1;31m", "\033[1;33m", "\033[34m", "\033[0m"};
+  size_t shown = 0;
   for (const Finding& f : r.findings) {
+    if (opts.print_limit && shown == opts.print_limit) break;
+    ++shown;
     const char* sev = f.confidence == Confidence::kCertain ? p.red : p.yellow;
     out << "==================\n";
     out << fmt::format("{}WARNING: streamrace: {} race ({}){} on {} bytes at {:#x}  [{}]\n", sev, to_string(f.kind),
@@ -126,6 +129,9 @@ void write_text(std::ostream& out, const AnalysisResult& r, const TextOptions& o
     out << "\n";
   }
   if (!r.findings.empty()) out << "==================\n";
+  if (shown < r.findings.size())
+    out << fmt::format("streamrace: {} more race{} not shown (--print-limit {}; 0 shows all)\n", r.findings.size() - shown,
+                       r.findings.size() - shown == 1 ? "" : "s", opts.print_limit);
   for (const Notice& n : r.notices)
     out << fmt::format("streamrace: {}{}{}: {}\n", n.level == "info" ? p.blue : p.yellow, safe(n.level), p.reset, safe(n.text));
   out << fmt::format("{}{}{}\n", p.bold, summary_line(r, opts.left_out_baselined), p.reset);

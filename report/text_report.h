@@ -11,6 +11,7 @@ struct TextOptions {
   bool color = false;          // ANSI colour (the CLI turns it on for terminals only)
   size_t max_frames = 8;       // frames shown per stack
   size_t left_out_baselined = 0;  // findings not shown because a baseline accepts them
+  size_t print_limit = 0;      // findings printed at most (0: all); the rest are counted in one line
 };
 
 void write_text(std::ostream& out, const analysis::AnalysisResult& result, const TextOptions& opts = {});

@@ -10,10 +10,13 @@ scripts/install_deps.sh
 build="${STREAMRACE_BUILD_DIR:-build}"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build "$build" --target streamrace -j"$(nproc)" >/dev/null
-# libstreamrace.so too, so that `build/bin/streamrace run -- CMD` works next (only where the
-# CUDA toolkit's CUPTI headers are: without them the tracer target does not exist).
-if cmake --build "$build" --target help 2>/dev/null | grep -q "streamrace_tracer"; then
+# libstreamrace.so too (with precise mode's device callbacks when that build has them), so that
+# `build/bin/streamrace run -- CMD` works next; only where the CUDA toolkit's CUPTI headers are:
+# without them the tracer target does not exist. Its CMakeFiles directory says so for any generator.
+if [ -d "$build/tracer/CMakeFiles/streamrace_tracer.dir" ]; then
   cmake --build "$build" --target streamrace_tracer -j"$(nproc)" >/dev/null
+else
+  echo "streamrace: no CUPTI headers under /usr/local/cuda: libstreamrace.so not built, so 'run' cannot trace" >&2
 fi
 default_trace="samples/traces/zero1-synthetic"
 [ -d samples/traces/deepspeed-0.14.2 ] && default_trace="samples/traces/deepspeed-0.14.2"

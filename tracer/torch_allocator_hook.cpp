@@ -16,6 +16,7 @@
 
 #include "traceformat/records.h"
 #include "tracer/cuda_call_handler.h"
+#include "tracer/tracer_settings.h"
 
 namespace streamrace::tracer {
 
@@ -125,8 +126,8 @@ std::string torch_version_from_file_text(const std::string& text) {
 }
 
 bool TorchAllocatorHook::enabled_by_env() {
-  const char* v = std::getenv("STREAMRACE_TORCH_ALLOCATOR");
-  return v == nullptr || std::strcmp(v, "0") != 0;
+  auto v = tracer_setting("torch_allocator");
+  return !v || *v != "0";
 }
 
 void TorchAllocatorHook::give_up(const std::string& why, bool warning) {

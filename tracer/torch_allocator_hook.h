@@ -50,7 +50,7 @@ class TorchAllocatorHook {
   // One trace entry as the allocator reported it (raw TraceEntry::Action values).
   void on_entry(int action, int device, uint64_t addr, uint64_t size, uint64_t stream);
   bool attached() const { return state_.load(std::memory_order_relaxed) == kAttached; }
-  // STREAMRACE_TORCH_ALLOCATOR=0 turns the hook off.
+  // torch_allocator=0 (STREAMRACE_TORCH_ALLOCATOR=0, or in STREAMRACE_OPTIONS) turns the hook off.
   static bool enabled_by_env();
 
  private:

@@ -18,6 +18,7 @@
 #include "tracer/precise/kernel_selection.h"
 #include "tracer/precise/sanitizer_session.h"
 #endif
+#include "tracer/tracer_settings.h"
 
 namespace streamrace::tracer {
 
@@ -51,6 +52,11 @@ void signal_handler(int sig, siginfo_t* info, void* uctx) {
 }
 
 void exit_hook() { TracerProcess::get().at_exit(); }
+
+StackMode stack_mode() {
+  auto v = tracer_setting("stacks");
+  return parse_stack_mode(v ? v->c_str() : nullptr);
+}
 
 std::string read_cmdline() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
@@ -121,13 +127,14 @@ TracerProcess& TracerProcess::get() {
 }
 
 bool TracerProcess::enabled() {
-  const char* v = std::getenv("STREAMRACE_DISABLE");
-  return v == nullptr || *v == '\0' || std::strcmp(v, "0") == 0;
+  // Read once: NCCL entry points ask on every call, and STREAMRACE_OPTIONS would be parsed each time.
+  static const bool on = !tracer_flag("disable");
+  return on;
 }
 
 std::string TracerProcess::next_trace_path() const {
-  const char* dir = std::getenv("STREAMRACE_OUT");
-  std::string d = dir && *dir ? dir : ".";
+  const std::optional<std::string> out = tracer_setting("out");
+  const std::string d = out && !out->empty() ? *out : std::string(".");
   char host[256] = {0};
   gethostname(host, sizeof host - 1);
   std::string base = d + "/" + host + "-" + std::to_string(getpid());
@@ -162,8 +169,7 @@ trace::TraceHeader TracerProcess::make_header() {
   h.nccl_version = nccl_version();
   h.command = read_cmdline();
   if (!cupti_.library_path().empty()) h.extra["cupti_library"] = cupti_.library_path();
-  const char* stacks = std::getenv("STREAMRACE_STACKS");
-  h.extra["stacks"] = stacks ? stacks : "auto";
+  h.extra["stacks"] = tracer_setting("stacks").value_or("auto");
   return h;
 }
 
@@ -174,7 +180,7 @@ void TracerProcess::create_core_locked() {
   opts.path = next_trace_path();
   opts.header_provider = [this] { return make_header(); };
   recorder_ = new TraceRecorder(opts);
-  stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), parse_stack_mode(std::getenv("STREAMRACE_STACKS")));
+  stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
   auto* handler = new CudaCallHandler(*recorder_, allocs_, driver_, stacks_);
   if (TorchAllocatorHook::enabled_by_env()) handler->set_torch_allocator_hook(new TorchAllocatorHook(*handler));
   handler_.store(handler);
@@ -223,21 +229,18 @@ std::string own_directory() {
 }  // namespace
 
 bool TracerProcess::precise_wanted() {
-  const char* spec = std::getenv("STREAMRACE_PRECISE");
-  return spec != nullptr && *spec != '\0' && std::strcmp(spec, "0") != 0;
+  return tracer_flag("precise");
 }
 
 bool TracerProcess::precise_starts_at_load() {
-  const char* when = std::getenv("STREAMRACE_PRECISE_START");
-  return when == nullptr || std::strcmp(when, "init") != 0;
+  return tracer_setting("precise_start").value_or("load") != "init";
 }
 
 bool TracerProcess::start_precise() {
   std::lock_guard lock(mu_);
   if (precise_requested_) return precise_started_;
   precise_requested_ = true;
-  const char* spec = std::getenv("STREAMRACE_PRECISE");
-  precise_spec_ = spec ? spec : "all";
+  precise_spec_ = tracer_setting("precise").value_or("all");
   create_core_locked();
   CudaCallHandler& h = *handler_.load();
   std::string why;
@@ -245,11 +248,9 @@ bool TracerProcess::start_precise() {
   precise::SanitizerOptions options;
   if (auto sel = precise::selector_from_setting(precise_spec_, &why)) options.selector = std::move(*sel);
   if (why.empty()) {
-    const char* patches = std::getenv("STREAMRACE_PRECISE_PATCHES");
-    options.patches_path =
-        patches && *patches ? patches : own_directory() + "/streamrace_precise_patches.fatbin";
-    if (const char* f = std::getenv("STREAMRACE_PRECISE_MODULE_FILTER"); f && std::strcmp(f, "0") == 0)
-      options.filter_modules = false;
+    options.patches_path = tracer_setting("precise_patches").value_or("");
+    if (options.patches_path.empty()) options.patches_path = own_directory() + "/streamrace_precise_patches.fatbin";
+    if (tracer_setting("precise_module_filter").value_or("1") == "0") options.filter_modules = false;
     if (access(options.patches_path.c_str(), R_OK) != 0)
       why = "the device callbacks " + options.patches_path + " are missing";
   }
@@ -280,6 +281,10 @@ void TracerProcess::on_cuda_init() {
   {
     std::lock_guard lock(mu_);
     if (cupti_started_ || precise_started_) return;
+    if (const char* all = std::getenv("STREAMRACE_OPTIONS"))
+      if (auto parsed = parse_tracer_options(all); !parsed.error.empty())
+        std::fprintf(stderr, "streamrace: STREAMRACE_OPTIONS ignored in pid %d: %s\n", int(getpid()),
+                     parsed.error.c_str());
     if (!precise_failure_.empty()) {
       std::fprintf(stderr, "streamrace: precise mode unavailable in pid %d: %s; tracing with CUPTI (default mode)\n",
                    int(getpid()), precise_failure_.c_str());
@@ -288,11 +293,10 @@ void TracerProcess::on_cuda_init() {
                                   ". This trace was recorded in the default mode (pointer arguments only).");
     }
     cupti_started_ = true;
-    const char* timing = std::getenv("STREAMRACE_TIMING");
     // Device timestamps (CUPTI activity records) feed `streamrace overlap` and the report
     // timelines, not race detection, and cost about half of the tracer's overhead on a real
     // training step (bench/results/realistic_overhead.md): opt-in.
-    bool want_timing = timing != nullptr && *timing != '\0' && std::strcmp(timing, "0") != 0;
+    bool want_timing = tracer_flag("timing");
     why = cupti_.start(h, want_timing);
     if (!why.empty()) status_ = why;
   }
@@ -360,7 +364,7 @@ void TracerProcess::at_exit() {
                       (unsigned long long)n.patched_modules, (unsigned long long)n.skipped_modules,
                       (unsigned long long)n.patched_launches);
         recorder().add_notice(trace::NoticeLevel::kInfo, msg);
-        if (const char* d = std::getenv("STREAMRACE_PRECISE_DEBUG"); d && *d && *d != '0')
+        if (tracer_flag("precise_debug"))
           std::fprintf(stderr, "streamrace (pid %d): %s, %llu API callbacks\n", int(getpid()), msg,
                        (unsigned long long)n.api_callbacks);
       }
@@ -384,7 +388,7 @@ void TracerProcess::after_fork_in_child() {
   opts.path = next_trace_path();
   opts.header_provider = [this] { return make_header(); };
   recorder_ = new TraceRecorder(opts);
-  stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), parse_stack_mode(std::getenv("STREAMRACE_STACKS")));
+  stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
   h->set_recorder(*recorder_);
   h->set_stacks(stacks_);
   exited_.store(false);

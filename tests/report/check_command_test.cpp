@@ -99,7 +99,8 @@ TEST_F(CheckCommand, BaselinedFindingPassesAndUpdateWritesTheBaseline) {
   EXPECT_EQ(t.status, 0) << t.err;
   EXPECT_EQ(t.out,
             "streamrace: no new races in 2 traces (1 baselined finding not shown)\n"
-            "streamrace check: 0 new findings, 1 baselined, 0 suppressed - passed\n");
+            "streamrace check: 0 new findings, 1 baselined, 0 suppressed - passed\n"
+            "SUMMARY: streamrace: 0 races (0 certain, 0 possible) in 2 traces; 1 baselined\n");
 
   // A CSAN finding is not in that baseline: it fails on its own.
   auto c = streamrace("check racy csan_bucket.log --baseline base.json -f json=out.json");

@@ -620,6 +620,24 @@ TEST(ProgressMeter, DrawsOnlyOnATerminalAfterTheDelayAndClearsItsLine) {
   EXPECT_EQ(std::string(buf, n > 0 ? n : 0), "\rstreamrace: analysing traces  50% (1.0 of 2.0 MB)\x1b[K\r\x1b[K");
 }
 
+// --progress where stderr is no terminal: plain lines from the first update, one a second.
+TEST(ProgressMeter, RequestedOnAPipeWritesPlainLines) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  {
+    report::ProgressMeter meter("applying fixes", 558, fds[1]);  // the default one-second delay
+    meter.request();
+    meter.update(0, "round 1, 558 of 558 occurrences left");
+    meter.update(2, "round 2, 556 of 558 occurrences left");  // within the second: not written
+    EXPECT_FALSE(meter.drawn());  // nothing to clear
+  }
+  close(fds[1]);
+  char buf[256];
+  auto n = read(fds[0], buf, sizeof buf);
+  close(fds[0]);
+  EXPECT_EQ(std::string(buf, n > 0 ? n : 0), "streamrace: applying fixes   0% (round 1, 558 of 558 occurrences left)\n");
+}
+
 TEST_F(ReportWriters, TimelineFromTracesHasOpsFlowsAndDeviceTimes) {
   testing::ScopedCwd cwd(dir_.path());
   auto traces = testing::write_bucket_traces("", BucketVariant::kRacy);

@@ -83,6 +83,27 @@ TEST_F(PreloadTest, DisabledByEnvironment) {
   EXPECT_EQ(r.out, "[]\n");
 }
 
+// STREAMRACE_OPTIONS read by the library itself (no `streamrace run`): out= and stacks= land
+// in the trace; a STREAMRACE_<NAME> variable wins over its word.
+TEST_F(PreloadTest, ReadsStreamraceOptionsBelowTheVariables) {
+  fs::path other = base_ / "other";
+  fs::create_directories(other);
+  auto r = run("STREAMRACE_OUT= STREAMRACE_OPTIONS='out=" + other.string() + " stacks=none' RANK=0 FAKE_NCCL_LOG=/dev/null",
+               "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(trace_files().empty());
+  std::vector<fs::path> files(fs::directory_iterator(other), fs::directory_iterator{});
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(read_trace(files[0].string()).header.extra.at("stacks"), "none");
+
+  r = run("STREAMRACE_STACKS=native STREAMRACE_OPTIONS='stacks=none' RANK=0 FAKE_NCCL_LOG=/dev/null",
+          "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  auto here = trace_files();
+  ASSERT_EQ(here.size(), 1u);
+  EXPECT_EQ(read_trace(here[0].string()).header.extra.at("stacks"), "native");
+}
+
 TEST_F(PreloadTest, NcclCallsInALocalScopeReachTheRealLibraryAndTheTrace) {
   fs::path log = base_ / "nccl.log";
   auto r = run("RANK=1 FAKE_NCCL_LOG='" + log.string() + "'", "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "'");

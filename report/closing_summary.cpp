@@ -1,0 +1,21 @@
+// The SUMMARY line: see closing_summary.h.
+#include "report/closing_summary.h"
+
+#include <fmt/format.h>
+
+namespace streamrace::report {
+
+std::string closing_summary(const analysis::AnalysisResult& r, const SummaryCounts& counts) {
+  size_t certain = 0;
+  for (const auto& f : r.findings) certain += f.confidence == analysis::Confidence::kCertain;
+  const size_t n = r.findings.size(), traces = r.traces.size();
+  std::string s = fmt::format("SUMMARY: streamrace: {} race{} ({} certain, {} possible) in {} trace{}", n,
+                              n == 1 ? "" : "s", certain, n - certain, traces, traces == 1 ? "" : "s");
+  if (counts.baselined) s += fmt::format("; {} baselined", counts.baselined);
+  if (counts.suppressed) s += fmt::format("; {} suppressed", counts.suppressed);
+  if (size_t blind = r.blind_traces())
+    s += fmt::format("; no verdict: {} trace{} captured no CUDA calls", blind, blind == 1 ? "" : "s");
+  return s;
+}
+
+}  // namespace streamrace::report

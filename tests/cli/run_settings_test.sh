@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `streamrace run` and the tracer settings (tracer/tracer_settings.h): --help lists each one,
+# and the traced command sees the resolved values: a run option over STREAMRACE_<NAME>, that
+# over STREAMRACE_OPTIONS, that over the default; STREAMRACE_OPTIONS itself is not passed on.
+#   run_settings_test.sh STREAMRACE LIBSTREAMRACE
+set -u
+sr=$1 lib=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() {  # name want got
+  if [ "$2" == "$3" ]; then echo "ok   $1"; else printf 'FAIL %s\n  want: %s\n  got:  %s\n' "$1" "$2" "$3"; fail=1; fi
+}
+clean=(env -u STREAMRACE_OPTIONS -u STREAMRACE_STACKS -u STREAMRACE_TIMING -u STREAMRACE_OUT -u STREAMRACE_PRECISE
+       -u STREAMRACE_DISABLE STREAMRACE_LIB="$lib")
+probe='echo "out=$STREAMRACE_OUT stacks=${STREAMRACE_STACKS-unset} timing=${STREAMRACE_TIMING-unset} options=${STREAMRACE_OPTIONS-unset}"'
+cd "$tmp"
+
+help=$("$sr" run --help)
+for line in \
+  "  out=DIR  (STREAMRACE_OUT, -o DIR; default streamrace-traces under run, else .)" \
+  "  stacks=auto|native|python|none  (STREAMRACE_STACKS, --stacks MODE; default auto)" \
+  "  timing=0|1  (STREAMRACE_TIMING, --timing; default 0)" \
+  "  disable=0|1  (STREAMRACE_DISABLE; default 0)" \
+  "  precise=all|regex:RE|names:FILE  (STREAMRACE_PRECISE, --precise[=all|auto|REGEX]; default (off))" \
+  "  precise_start=load|init  (STREAMRACE_PRECISE_START, --precise-start WHEN; default load)" \
+  "  precise_patches=FILE  (STREAMRACE_PRECISE_PATCHES, --precise-patches FILE; default streamrace_precise_patches.fatbin next to the library)" \
+  "  precise_module_filter=0|1  (STREAMRACE_PRECISE_MODULE_FILTER, --precise-module-filter 0|1; default 1)" \
+  "  precise_debug=0|1  (STREAMRACE_PRECISE_DEBUG, --precise-debug; default 0)"; do
+  if grep -qxF -- "$line" <<<"$help"; then echo "ok   run --help: ${line%%=*}"; else echo "FAIL run --help lacks: $line"; fail=1; fi
+done
+
+out=$("${clean[@]}" "$sr" run -- sh -c "$probe" 2>/dev/null)
+check "defaults" "out=$tmp/streamrace-traces stacks=unset timing=unset options=unset" "$out"
+out=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none timing=1 out=$tmp/o" "$sr" run -- sh -c "$probe" 2>/dev/null)
+check "STREAMRACE_OPTIONS, resolved into variables" "out=$tmp/o stacks=none timing=1 options=unset" "$out"
+out=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none out=$tmp/o" STREAMRACE_STACKS=python STREAMRACE_OUT="$tmp/v" \
+  "$sr" run -- sh -c "$probe" 2>/dev/null)
+check "a variable wins over STREAMRACE_OPTIONS" "out=$tmp/v stacks=python timing=unset options=unset" "$out"
+out=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none out=$tmp/o" STREAMRACE_STACKS=python \
+  "$sr" run --stacks native --timing -o "$tmp/x" -- sh -c "$probe" 2>/dev/null)
+check "a run option wins over both" "out=$tmp/x stacks=native timing=1 options=unset" "$out"
+out=$("${clean[@]}" "$sr" run --precise-start init --precise-module-filter 0 --precise-debug -- \
+  sh -c 'echo "$STREAMRACE_PRECISE_START $STREAMRACE_PRECISE_MODULE_FILTER $STREAMRACE_PRECISE_DEBUG"' 2>/dev/null)
+check "precise settings as options" "init 0 1" "$out"
+
+err=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none bogus=1" "$sr" run -- true 2>&1)
+rc=$?
+check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks timing disable precise precise_start precise_patches precise_module_filter precise_debug)" "$rc: $err"
+err=$("${clean[@]}" STREAMRACE_OPTIONS="stacks" "$sr" run -- true 2>&1)
+rc=$?
+check "a word without =: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: 'stacks' is not KEY=VALUE" "$rc: $err"
+err=$("${clean[@]}" "$sr" run --stacks nnone -- true 2>&1)
+rc=$?
+check "bad --stacks: exit 2" "2: streamrace run: error: stacks=nnone is not one of auto, native, python, none" "$rc: $err"
+exit $fail

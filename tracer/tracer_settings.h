@@ -1,0 +1,141 @@
+// The tracer's settings, the contract between libstreamrace.so and `streamrace run`: each is a
+// STREAMRACE_<NAME> environment variable, and all of them can also be given as one
+// STREAMRACE_OPTIONS string of KEY=VALUE words ("stacks=none timing=1"), as TSAN_OPTIONS is
+// for ThreadSanitizer. The tracer reads every setting through tracer_setting(); `run` lists
+// this table in --help, takes each setting as an option, and hands the traced processes the
+// resolved values as STREAMRACE_<NAME> variables (docs/tracer.md, "Settings").
+//
+// Precedence, highest first: a `streamrace run` option, STREAMRACE_<NAME> (set and not empty),
+// STREAMRACE_OPTIONS, the default. Header-only and plain C++, because the CLI is also built where tracer/ is not.
+#pragma once
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace streamrace::tracer {
+
+struct TracerSetting {
+  const char* key;       // in STREAMRACE_OPTIONS ("precise_start"; "precise-start" is accepted too)
+  const char* env;       // "STREAMRACE_PRECISE_START"
+  const char* values;    // what it takes, for --help
+  const char* fallback;  // the default, as --help shows it
+  const char* meaning;
+};
+
+inline constexpr TracerSetting kTracerSettings[] = {
+    {"out", "STREAMRACE_OUT", "DIR", "streamrace-traces under run, else .", "directory for the <host>-<pid>.srace traces"},
+    {"stacks", "STREAMRACE_STACKS", "auto|native|python|none", "auto",
+     "call stacks: Python frames in threads that run Python, native return addresses in others"},
+    {"timing", "STREAMRACE_TIMING", "0|1", "0", "device timestamps (CUPTI activity records) for `streamrace overlap`"},
+    {"torch_allocator", "STREAMRACE_TORCH_ALLOCATOR", "0|1", "1",
+     "PyTorch's caching allocator observed (block events: kernel extents end at the tensor's block)"},
+    {"disable", "STREAMRACE_DISABLE", "0|1", "0", "1: the library does nothing"},
+    {"precise", "STREAMRACE_PRECISE", "all|regex:RE|names:FILE", "(off)",
+     "precise mode: the Compute Sanitizer API instead of CUPTI, for these kernels"},
+    {"precise_start", "STREAMRACE_PRECISE_START", "load|init", "load",
+     "precise mode: start the Sanitizer session at load time or in InitializeInjection"},
+    {"precise_patches", "STREAMRACE_PRECISE_PATCHES", "FILE", "streamrace_precise_patches.fatbin next to the library",
+     "precise mode: the device callbacks"},
+    {"precise_module_filter", "STREAMRACE_PRECISE_MODULE_FILTER", "0|1", "1",
+     "precise mode: 0 patches every module, not only those holding a selected kernel"},
+    {"precise_debug", "STREAMRACE_PRECISE_DEBUG", "0|1", "0", "precise mode: per-process counts on stderr"},
+};
+
+inline const TracerSetting* find_tracer_setting(std::string_view key) {
+  std::string k(key);
+  for (auto& ch : k)
+    if (ch == '-') ch = '_';
+  for (const auto& s : kTracerSettings)
+    if (k == s.key || k == s.env) return &s;
+  return nullptr;
+}
+
+// STREAMRACE_OPTIONS: words separated by blanks, each KEY=VALUE; a value may be quoted with
+// '...' or "..." to hold blanks. A later word for the same key wins.
+struct ParsedTracerOptions {
+  std::vector<std::pair<const TracerSetting*, std::string>> values;
+  std::string error;  // empty when the whole string parsed
+};
+
+inline ParsedTracerOptions parse_tracer_options(std::string_view text) {
+  ParsedTracerOptions out;
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  size_t i = 0;
+  while (i < text.size()) {
+    if (blank(text[i])) {
+      ++i;
+      continue;
+    }
+    size_t key_end = i;
+    while (key_end < text.size() && text[key_end] != '=' && !blank(text[key_end])) ++key_end;
+    std::string_view key = text.substr(i, key_end - i);
+    if (key_end == text.size() || text[key_end] != '=') {
+      out.error = "'" + std::string(key) + "' is not KEY=VALUE";
+      return out;
+    }
+    const TracerSetting* s = find_tracer_setting(key);
+    if (!s) {
+      out.error = "unknown setting '" + std::string(key) + "' (known:";
+      for (const auto& t : kTracerSettings) out.error += std::string(" ") + t.key;
+      out.error += ")";
+      return out;
+    }
+    std::string value;
+    size_t j = key_end + 1;
+    if (j < text.size() && (text[j] == '\'' || text[j] == '"')) {
+      size_t close = text.find(text[j], j + 1);
+      if (close == std::string_view::npos) {
+        out.error = "the value of '" + std::string(key) + "' has no closing quote";
+        return out;
+      }
+      value = std::string(text.substr(j + 1, close - j - 1));
+      j = close + 1;
+      if (j < text.size() && !blank(text[j])) {
+        out.error = "blank expected after the quoted value of '" + std::string(key) + "'";
+        return out;
+      }
+    } else {
+      size_t end = j;
+      while (end < text.size() && !blank(text[end])) ++end;
+      value = std::string(text.substr(j, end - j));
+      j = end;
+    }
+    out.values.emplace_back(s, std::move(value));
+    i = j;
+  }
+  return out;
+}
+
+using EnvLookup = char* (*)(const char*);  // std::getenv, or a test's table
+
+// The value of a setting: STREAMRACE_<NAME> when set and not empty, else its word in
+// STREAMRACE_OPTIONS, else nullopt (the default applies). A STREAMRACE_OPTIONS that does not
+// parse gives nothing here; the caller reports `parse_tracer_options(...).error`.
+inline std::optional<std::string> tracer_setting(const TracerSetting& s, EnvLookup env = std::getenv) {
+  if (const char* v = env(s.env); v && *v) return std::string(v);
+  const char* all = env("STREAMRACE_OPTIONS");
+  if (!all) return std::nullopt;
+  ParsedTracerOptions parsed = parse_tracer_options(all);
+  if (!parsed.error.empty()) return std::nullopt;
+  std::optional<std::string> found;
+  for (auto& [setting, value] : parsed.values)
+    if (setting == &s) found = value;
+  return found;
+}
+
+inline std::optional<std::string> tracer_setting(std::string_view key, EnvLookup env = std::getenv) {
+  const TracerSetting* s = find_tracer_setting(key);
+  return s ? tracer_setting(*s, env) : std::nullopt;
+}
+
+// A 0|1 setting: on when set, non-empty and not "0" (as the variables have always been read).
+inline bool tracer_flag(std::string_view key, EnvLookup env = std::getenv) {
+  auto v = tracer_setting(key, env);
+  return v && !v->empty() && *v != "0";
+}
+
+}  // namespace streamrace::tracer
