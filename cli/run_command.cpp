@@ -28,6 +28,7 @@
 #include "traceformat/trace_file.h"
 #include "tracer/tracer_settings.h"
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+#include "analyzer/confirmation.h"
 #include "cli/precise_kernels.h"
 #include "tracer/precise/kernel_selection.h"
 #endif
@@ -50,6 +51,7 @@ struct RunArgs {
   bool force_output = false;  // -o may be a symbolic link to a directory
   bool timing = false;         // --timing
   bool precise_debug = false;  // --precise-debug
+  bool confirm = false;  // --confirm: a second run in precise mode decides the possible findings
   bool precise_requested = false;  // --precise[=all|auto|REGEX], or a precise setting in the environment
   std::string precise;
   std::string precise_from;  // --precise=auto: the earlier run's traces (default: the -o directory)
@@ -182,7 +184,7 @@ bool make_dirs(const std::string& path) {
 
 // Precise mode needs the Compute Sanitizer event source (tracer/precise/, built only with
 // -DSTREAMRACE_BUILD_PRECISE=ON); without it, say so before anything runs.
-int precise_unavailable() {
+[[maybe_unused]] int precise_unavailable() {
   std::cerr << "streamrace: precise mode is not built into this streamrace; build it with cmake "
                "-DSTREAMRACE_BUILD_PRECISE=ON -DSTREAMRACE_SANITIZER_ROOT=<dir with include/sanitizer.h> "
                "(see docs/precise-mode.md)\n";
@@ -268,6 +270,148 @@ PreciseSetting resolve_precise(const RunArgs& a, const std::set<std::string>& ea
 }
 #endif
 
+struct Launch {
+  int exit_status = -1;  // >= 0: stop with this status (nothing to analyse)
+  int cmd_status = 0;
+  std::vector<std::string> traces;
+};
+
+// Runs the command once with the tracer preloaded, writing traces into `dir`; precise mode
+// on when `precise_env` is not empty.
+Launch launch_traced(const RunArgs& a, std::map<const TracerSetting*, std::string>& settings, const std::string& lib,
+                     const std::string& dir, const std::string& precise_env, const TracerSetting* out_setting,
+                     const TracerSetting* precise_setting) {
+  Launch out;
+  const std::set<std::string> before = list_traces(dir);
+  std::string preload = lib;
+  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
+  if (const char* inj = std::getenv("CUDA_INJECTION64_PATH"); inj && *inj && lib != inj)
+    std::cerr << "streamrace run: replacing CUDA_INJECTION64_PATH=" << inj << " for the traced command\n";
+
+  std::vector<char*> argv;
+  for (const auto& s : a.command) argv.push_back(const_cast<char*>(s.c_str()));
+  argv.push_back(nullptr);
+
+  struct sigaction fwd {}, old_int {}, old_term {};
+  fwd.sa_sigaction = forward_signal;
+  fwd.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&fwd.sa_mask);
+  sigaction(SIGINT, &fwd, &old_int);
+  sigaction(SIGTERM, &fwd, &old_term);
+
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::cerr << "streamrace run: fork failed: " << std::strerror(errno) << "\n";
+    out.exit_status = kExitBadInput;
+    return out;
+  }
+  if (pid == 0) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    setenv("LD_PRELOAD", preload.c_str(), 1);
+    if (precise_env.empty()) {
+      setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+      unsetenv("STREAMRACE_PRECISE");
+    } else {
+      // The Sanitizer session starts when the library loads and replaces CUPTI.
+      setenv("STREAMRACE_PRECISE", precise_env.c_str(), 1);
+    }
+    setenv("STREAMRACE_OUT", dir.c_str(), 1);
+    // Every other setting as resolved; STREAMRACE_OPTIONS is not read a second time.
+    for (const auto& s : tracer::kTracerSettings) {
+      if (&s == out_setting || &s == precise_setting) continue;
+      auto it = settings.find(&s);
+      if (it == settings.end())
+        unsetenv(s.env);
+      else
+        setenv(s.env, it->second.c_str(), 1);
+    }
+    unsetenv("STREAMRACE_OPTIONS");
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "streamrace run: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(127);
+  }
+  g_child = pid;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_child = 0;
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+
+  int cmd_status = 0;
+  if (WIFEXITED(status)) {
+    cmd_status = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    cmd_status = 128 + WTERMSIG(status);
+    std::cerr << "streamrace run: " << a.command[0] << " was killed by signal " << WTERMSIG(status) << "\n";
+  }
+  out.cmd_status = cmd_status;
+  if (cmd_status == 127 && WIFEXITED(status) && list_traces(dir) == before) {
+    out.exit_status = cmd_status;
+    return out;
+  }
+
+  for (const auto& name : list_traces(dir))
+    if (!before.count(name)) out.traces.push_back(dir + "/" + name);
+  if (out.traces.empty()) {
+    std::cerr << "streamrace run: no process of the command used CUDA: no trace was written in " << dir << "\n";
+    out.exit_status = cmd_status;
+  }
+  return out;
+}
+
+
+// Analyses one launch's traces into `result`; >= 0: stop with this status.
+int analyze_run(const RunArgs& a, const Launch& run, analysis::AnalysisResult& result) {
+  try {
+    analysis::Analyzer analyzer;
+    for (const auto& t : run.traces) {
+      try {
+        analyzer.add_trace(t);
+      } catch (const trace::TraceError& e) {
+        if (!a.keep_going) throw;
+        std::cerr << "streamrace run: skipping unreadable trace: " << e.what() << "\n";
+      }
+    }
+    result = analyzer.finish();
+  } catch (const std::exception& e) {
+    std::cerr << "streamrace run: error: " << e.what() << " (use --keep-going to skip unreadable traces)\n";
+    return run.cmd_status != 0 ? run.cmd_status : kExitBadInput;
+  }
+  return -1;
+}
+
+// The text report of a run (with what --confirm made of the possible findings) and its status.
+int report_run(const RunArgs& a, const Launch& run, const std::string& dir, const analysis::AnalysisResult& result,
+               const std::vector<analysis::Confirmation>& confirmed) {
+  report::TextOptions to;
+  to.color = !a.no_color && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
+  to.max_frames = a.max_frames;
+  to.print_limit = a.print_limit;
+  report::write_text(std::cout, result, to);
+  if (!confirmed.empty()) {
+    std::cout << "streamrace: --confirm: " << analysis::confirmation_summary(confirmed) << "\n";
+    for (const auto& c : confirmed) {
+      std::cout << "  " << analysis::to_string(c.outcome) << ": [" << c.before.fingerprint << "] "
+                << analysis::to_string(c.before.kind) << " " << c.before.earlier.op.substr(0, 60) << " ("
+                << analysis::site_of(c.before.earlier) << ") vs " << c.before.later.op.substr(0, 60) << " ("
+                << analysis::site_of(c.before.later) << ")";
+      if (c.after) std::cout << " -> [" << c.after->fingerprint << "] " << analysis::to_string(c.after->kind);
+      std::cout << "\n";
+    }
+  }
+  std::cout << report::closing_summary(result) << "\n";
+  std::cout.flush();
+  std::cerr << "streamrace run: " << run.traces.size() << " trace" << (run.traces.size() == 1 ? "" : "s") << " in "
+            << dir << "\n";
+  if (run.cmd_status != 0) return run.cmd_status;
+  if (!result.findings.empty()) return a.error_exitcode;
+  // A process whose CUDA calls were not captured cannot be called clean.
+  if (result.blind_traces()) return kExitBadInput;
+  return kExitClean;
+}
+
 int run_traced(RunArgs a) {
   std::string settings_error;
   std::map<const TracerSetting*, std::string> settings = resolve_settings(a, settings_error);
@@ -285,6 +429,10 @@ int run_traced(RunArgs a) {
   }
   settings.erase(out_setting);
   settings.erase(precise_setting);
+  if (a.confirm && a.precise_requested) {
+    std::cerr << "streamrace run: --confirm chooses the kernels for precise mode itself; leave out --precise\n";
+    return kExitBadInput;
+  }
 #if !(defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT)
   if (a.precise_requested) return precise_unavailable();
 #endif
@@ -325,108 +473,55 @@ int run_traced(RunArgs a) {
   }
 #endif
 
-  std::string preload = lib;
-  if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
-  if (const char* inj = std::getenv("CUDA_INJECTION64_PATH"); inj && *inj && lib != inj)
-    std::cerr << "streamrace run: replacing CUDA_INJECTION64_PATH=" << inj << " for the traced command\n";
-
-  std::vector<char*> argv;
-  for (const auto& s : a.command) argv.push_back(const_cast<char*>(s.c_str()));
-  argv.push_back(nullptr);
-
-  struct sigaction fwd {}, old_int {}, old_term {};
-  fwd.sa_sigaction = forward_signal;
-  fwd.sa_flags = SA_SIGINFO | SA_RESTART;
-  sigemptyset(&fwd.sa_mask);
-  sigaction(SIGINT, &fwd, &old_int);
-  sigaction(SIGTERM, &fwd, &old_term);
-
-  pid_t pid = fork();
-  if (pid < 0) {
-    std::cerr << "streamrace run: fork failed: " << std::strerror(errno) << "\n";
+  if (!a.confirm) {
+    Launch run = launch_traced(a, settings, lib, dir, precise.env, out_setting, precise_setting);
+    if (run.exit_status >= 0) return run.exit_status;
+    analysis::AnalysisResult result;
+    if (int bad = analyze_run(a, run, result); bad >= 0) return bad;
+    return report_run(a, run, dir, result, {});
+  }
+#if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+  // --confirm: the default run, then the same command again with precise mode on the kernels
+  // behind its possible findings; the second run's report is the verdict.
+  Launch first = launch_traced(a, settings, lib, dir, "", out_setting, precise_setting);
+  if (first.exit_status >= 0) return first.exit_status;
+  analysis::AnalysisResult first_result;
+  if (int bad = analyze_run(a, first, first_result); bad >= 0) return bad;
+  const std::set<std::string> kernels = kernels_to_confirm(first_result.findings);
+  if (kernels.empty() || first.cmd_status != 0) {
+    std::cerr << "streamrace run --confirm: "
+              << (first.cmd_status != 0 ? "the command failed; not running it again"
+                                        : "no possible kernel finding to confirm; one run was enough")
+              << "\n";
+    return report_run(a, first, dir, first_result, {});
+  }
+  const std::string confirm_dir = dir + "/confirm";
+  if (!make_dirs(confirm_dir)) {
+    std::cerr << "streamrace run: cannot create " << confirm_dir << ": " << std::strerror(errno) << "\n";
     return kExitBadInput;
   }
-  if (pid == 0) {
-    sigaction(SIGINT, &old_int, nullptr);
-    sigaction(SIGTERM, &old_term, nullptr);
-    setenv("LD_PRELOAD", preload.c_str(), 1);
-    if (precise.env.empty()) {
-      setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
-      unsetenv("STREAMRACE_PRECISE");
-    } else {
-      // The Sanitizer session starts when the library loads and replaces CUPTI.
-      setenv("STREAMRACE_PRECISE", precise.env.c_str(), 1);
-    }
-    setenv("STREAMRACE_OUT", dir.c_str(), 1);
-    // Every other setting as resolved; STREAMRACE_OPTIONS is not read a second time.
-    for (const auto& s : tracer::kTracerSettings) {
-      if (&s == out_setting || &s == precise_setting) continue;
-      auto it = settings.find(&s);
-      if (it == settings.end())
-        unsetenv(s.env);
-      else
-        setenv(s.env, it->second.c_str(), 1);
-    }
-    unsetenv("STREAMRACE_OPTIONS");
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "streamrace run: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(127);
-  }
-  g_child = pid;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  g_child = 0;
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-
-  int cmd_status = 0;
-  if (WIFEXITED(status)) {
-    cmd_status = WEXITSTATUS(status);
-  } else if (WIFSIGNALED(status)) {
-    cmd_status = 128 + WTERMSIG(status);
-    std::cerr << "streamrace run: " << a.command[0] << " was killed by signal " << WTERMSIG(status) << "\n";
-  }
-  if (cmd_status == 127 && WIFEXITED(status) && list_traces(dir) == before) return cmd_status;
-
-  std::vector<std::string> traces;
-  for (const auto& name : list_traces(dir))
-    if (!before.count(name)) traces.push_back(dir + "/" + name);
-  if (traces.empty()) {
-    std::cerr << "streamrace run: no process of the command used CUDA: no trace was written in " << dir << "\n";
-    return cmd_status;
-  }
-
-  analysis::AnalysisResult result;
+  const std::string list = confirm_dir + "/precise-kernels.txt";
+  std::string text;
+  for (const auto& k : kernels) text += k + "\n";
   try {
-    analysis::Analyzer analyzer;
-    for (const auto& t : traces) {
-      try {
-        analyzer.add_trace(t);
-      } catch (const trace::TraceError& e) {
-        if (!a.keep_going) throw;
-        std::cerr << "streamrace run: skipping unreadable trace: " << e.what() << "\n";
-      }
-    }
-    result = analyzer.finish();
-  } catch (const std::exception& e) {
-    std::cerr << "streamrace run: error: " << e.what() << " (use --keep-going to skip unreadable traces)\n";
-    return cmd_status != 0 ? cmd_status : kExitBadInput;
+    report::write_output_file(list, text);
+  } catch (const report::OutputError& e) {
+    std::cerr << "streamrace run: error: " << e.what() << "\n";
+    return kExitBadInput;
   }
-  report::TextOptions to;
-  to.color = !a.no_color && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
-  to.max_frames = a.max_frames;
-  to.print_limit = a.print_limit;
-  report::write_text(std::cout, result, to);
-  std::cout << report::closing_summary(result) << "\n";
-  std::cout.flush();
-  std::cerr << "streamrace run: " << traces.size() << " trace" << (traces.size() == 1 ? "" : "s") << " in " << dir
-            << "\n";
-  if (cmd_status != 0) return cmd_status;
-  if (!result.findings.empty()) return a.error_exitcode;
-  // A process whose CUDA calls were not captured cannot be called clean.
-  if (result.blind_traces()) return kExitBadInput;
-  return kExitClean;
+  std::cerr << "streamrace run --confirm: " << first_result.findings.size() << " finding"
+            << (first_result.findings.size() == 1 ? "" : "s") << " in the default run; running the command again "
+            << "with precise mode on the " << kernels.size() << " kernel" << (kernels.size() == 1 ? "" : "s")
+            << " behind the possible ones (" << list << ")\n";
+  Launch second = launch_traced(a, settings, lib, confirm_dir, "names:" + list, out_setting, precise_setting);
+  if (second.exit_status >= 0) return second.exit_status;
+  analysis::AnalysisResult result;
+  if (int bad = analyze_run(a, second, result); bad >= 0) return bad;
+  std::vector<analysis::Confirmation> confirmed = analysis::confirm_findings(first_result.findings, result.findings);
+  return report_run(a, second, confirm_dir, result, confirmed);
+#else
+  return precise_unavailable();
+#endif
 }
 
 RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
@@ -471,6 +566,10 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                                   "Exact kernel byte ranges through the Compute Sanitizer API: all, auto, or a "
                                   "kernel-name regex (needs a streamrace built with STREAMRACE_BUILD_PRECISE)")
                       ->expected(0, 1);
+  sub->add_flag("--confirm", args->confirm,
+                "Run the command, then once more with precise mode on only the kernels behind its possible "
+                "findings: each becomes certain or goes away (the second run's report is the verdict, its traces "
+                "in -o DIR/confirm; the whole command runs twice)");
   sub->add_option("--precise-from", args->precise_from,
                   "With --precise=auto: the directory of the earlier run whose possible findings name the kernels "
                   "to patch (default: the traces already in --output-dir)");

@@ -37,17 +37,22 @@ python3 -c 'import transformers; print("transformers", transformers.__version__)
 # case NAME TIMEOUT ENV... -- CMD...: traced run into $W/traces/NAME, analysed into $W/logs/NAME.json
 case_run() {
   local name=$1 t=$2; shift 2
-  local envs=()
-  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  local envs=() flags=()
+  while [ "$1" != "--" ]; do
+    if [[ $1 == --* ]]; then flags+=("$1"); else envs+=("$1"); fi
+    shift
+  done
   shift
   if [ -n "${ONLY:-}" ] && ! [[ $name =~ $ONLY ]]; then return; fi
   local l; l=$(left)
   if (( l < t + 20 )); then echo "$name: skipped (deadline)" | tee -a "$OUT/summary.txt"; return; fi
   local t_start; t_start=$(date +%s.%N)
-  env "${envs[@]}" timeout -k 10 "$t" "$SR" run --no-color -o "$W/traces/$name" -- "$@" > "$W/logs/$name.run.log" 2>&1
+  env "${envs[@]}" timeout -k 10 "$t" "$SR" run --no-color "${flags[@]}" -o "$W/traces/$name" -- "$@" > "$W/logs/$name.run.log" 2>&1
   local rc=$?
+  local verdict_dir="$W/traces/$name"
+  [ -d "$verdict_dir/confirm" ] && verdict_dir="$verdict_dir/confirm"
   local wall; wall=$(awk -v a="$t_start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b-a}')
-  "$SR" analyze --no-color --format "json=$W/logs/$name.json" "$W/traces/$name" > "$W/logs/$name.analyze.txt" 2>&1
+  "$SR" analyze --no-color --format "json=$W/logs/$name.json" "$verdict_dir" > "$W/logs/$name.analyze.txt" 2>&1
   local arc=$?
   python3 - "$name" "$rc" "$arc" "$wall" "$W/logs/$name.json" >> "$OUT/summary.txt" <<'PY'
 import json, sys, collections
@@ -77,6 +82,16 @@ case_run zero2_noblocks 200 STREAMRACE_TORCH_ALLOCATOR=0 -- python3 samples/real
 case_run fsdp2 200 X=1 -- python3 samples/realistic/gpt2_fsdp2.py --steps "$STEPS" --warmup 1
 case_run zero2_expandable 200 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True -- python3 samples/realistic/gpt2_zero2.py --steps "$STEPS" --warmup 1
 case_run fsdp2_mallocasync 200 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -- python3 samples/realistic/gpt2_fsdp2.py --steps "$STEPS" --warmup 1
+
+# --confirm: a default run, then precise mode on the kernels behind its possible findings.
+for m in views_racy disjoint views_clean; do
+  case_run confirm_torch_$m 150 --confirm -- python3 samples/precise/torch_views.py $m
+done
+case_run confirm_zero2_noblocks 300 --confirm --torch-allocator 0 -- python3 samples/realistic/gpt2_zero2.py --steps "$STEPS" --warmup 1
+case_run zero2_untimed_baseline 200 STREAMRACE_DISABLE=1 -- python3 samples/realistic/gpt2_zero2.py --steps "$STEPS" --warmup 1
+for n in confirm_torch_views_racy confirm_torch_disjoint confirm_zero2_noblocks; do
+  grep -E "^streamrace: --confirm|^  (confirmed|gone|still possible)|^SUMMARY|median_step_ms" "$W/logs/$n.run.log" 2>/dev/null | sed "s/^/$n: /" >> "$OUT/summary.txt"
+done
 
 (cd "$W" && tar czf "$OUT/traces.tar.gz" traces && tar czf "$OUT/logs.tar.gz" logs)
 ls -la "$OUT"

@@ -52,6 +52,9 @@ check "torch_allocator=0 in STREAMRACE_OPTIONS" "0" "$out"
 err=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none bogus=1" "$sr" run -- true 2>&1)
 rc=$?
 check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks timing torch_allocator disable precise precise_start precise_patches precise_module_filter precise_debug)" "$rc: $err"
+err=$("${clean[@]}" "$sr" run --confirm --precise=all -- true 2>&1)
+rc=$?
+check "--confirm with --precise: exit 2" "2: streamrace run: --confirm chooses the kernels for precise mode itself; leave out --precise" "$rc: $err"
 err=$("${clean[@]}" STREAMRACE_OPTIONS="stacks" "$sr" run -- true 2>&1)
 rc=$?
 check "a word without =: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: 'stacks' is not KEY=VALUE" "$rc: $err"

@@ -1,0 +1,62 @@
+// Confirmation: see confirmation.h.
+#include "analyzer/confirmation.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+namespace streamrace::analysis {
+
+namespace {
+
+std::string site_key(const Access& a) { return a.op + "\x1f" + site_of(a); }
+
+bool same_sites(const Finding& x, const Finding& y) {
+  const std::string xe = site_key(x.earlier), xl = site_key(x.later);
+  const std::string ye = site_key(y.earlier), yl = site_key(y.later);
+  return (xe == ye && xl == yl) || (xe == yl && xl == ye);
+}
+
+}  // namespace
+
+const char* to_string(ConfirmOutcome o) {
+  switch (o) {
+    case ConfirmOutcome::kConfirmed: return "confirmed";
+    case ConfirmOutcome::kGone: return "gone";
+    case ConfirmOutcome::kStillPossible: return "still possible";
+  }
+  return "?";
+}
+
+std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, const std::vector<Finding>& second) {
+  std::vector<Confirmation> out;
+  for (const Finding& f : first) {
+    if (f.confidence != Confidence::kPossible) continue;
+    Confirmation c;
+    c.before = f;
+    // Prefer a certain match: one pair of sites can race on several byte ranges.
+    for (const Finding& g : second) {
+      if (!same_sites(f, g)) continue;
+      if (!c.after || (g.confidence == Confidence::kCertain && c.after->confidence != Confidence::kCertain)) c.after = g;
+    }
+    if (c.after)
+      c.outcome = c.after->confidence == Confidence::kCertain ? ConfirmOutcome::kConfirmed : ConfirmOutcome::kStillPossible;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string confirmation_summary(const std::vector<Confirmation>& c) {
+  size_t confirmed = 0, gone = 0, still = 0;
+  for (const auto& e : c) {
+    switch (e.outcome) {
+      case ConfirmOutcome::kConfirmed: ++confirmed; break;
+      case ConfirmOutcome::kGone: ++gone; break;
+      case ConfirmOutcome::kStillPossible: ++still; break;
+    }
+  }
+  return fmt::format("{} possible finding{} checked in precise mode: {} confirmed (certain), {} gone, {} still possible",
+                     c.size(), c.size() == 1 ? "" : "s", confirmed, gone, still);
+}
+
+}  // namespace streamrace::analysis
