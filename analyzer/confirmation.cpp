@@ -28,7 +28,8 @@ const char* to_string(ConfirmOutcome o) {
   return "?";
 }
 
-std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, const std::vector<Finding>& second) {
+std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, const std::vector<Finding>& second,
+                                           const std::set<std::string>& patched) {
   std::vector<Confirmation> out;
   for (const Finding& f : first) {
     if (f.confidence != Confidence::kPossible) continue;
@@ -41,6 +42,16 @@ std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, co
     }
     if (c.after)
       c.outcome = c.after->confidence == Confidence::kCertain ? ConfirmOutcome::kConfirmed : ConfirmOutcome::kStillPossible;
+    if (c.outcome == ConfirmOutcome::kStillPossible) {
+      for (const Access* a : {&c.after->earlier, &c.after->later}) {
+        if (a->exact || a->op_kind != "kernel") continue;
+        c.reason += c.reason.empty() ? "" : "; ";
+        c.reason += patched.count(a->op)
+                        ? a->op + " was measured, but its intervals overflowed the device-side budget: one region "
+                                  "of " + std::to_string(a->bytes) + " bytes, direction unknown"
+                        : a->op + " was not patched (NCCL's kernels never are)";
+      }
+    }
     out.push_back(std::move(c));
   }
   return out;

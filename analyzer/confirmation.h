@@ -26,10 +26,13 @@ struct Confirmation {
   Finding before;                // the default run's possible finding
   ConfirmOutcome outcome = ConfirmOutcome::kGone;
   std::optional<Finding> after;  // the confirming run's finding (confirmed, still possible)
+  std::string reason;            // still possible: why precise mode could not decide
 };
 
-// One entry per `possible` finding of `first`, in its order.
-std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, const std::vector<Finding>& second);
+// One entry per `possible` finding of `first`, in its order. `patched`: the kernels the
+// confirming run measured (names as in findings), for the reason of a still-possible one.
+std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, const std::vector<Finding>& second,
+                                           const std::set<std::string>& patched = {});
 
 // "3 possible findings confirmed in precise mode: 1 certain, 2 gone, 0 still possible".
 std::string confirmation_summary(const std::vector<Confirmation>& c);

@@ -398,6 +398,7 @@ int report_run(const RunArgs& a, const Launch& run, const std::string& dir, cons
                 << analysis::site_of(c.before.earlier) << ") vs " << c.before.later.op.substr(0, 60) << " ("
                 << analysis::site_of(c.before.later) << ")";
       if (c.after) std::cout << " -> [" << c.after->fingerprint << "] " << analysis::to_string(c.after->kind);
+      if (!c.reason.empty()) std::cout << ": " << c.reason;
       std::cout << "\n";
     }
   }
@@ -517,7 +518,8 @@ int run_traced(RunArgs a) {
   if (second.exit_status >= 0) return second.exit_status;
   analysis::AnalysisResult result;
   if (int bad = analyze_run(a, second, result); bad >= 0) return bad;
-  std::vector<analysis::Confirmation> confirmed = analysis::confirm_findings(first_result.findings, result.findings);
+  std::vector<analysis::Confirmation> confirmed =
+      analysis::confirm_findings(first_result.findings, result.findings, kernels);
   return report_run(a, second, confirm_dir, result, confirmed);
 #else
   return precise_unavailable();

@@ -87,7 +87,7 @@ case_run fsdp2_mallocasync 200 PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync -
 for m in views_racy disjoint views_clean; do
   case_run confirm_torch_$m 150 --confirm -- python3 samples/precise/torch_views.py $m
 done
-case_run confirm_zero2_noblocks 300 --confirm --torch-allocator 0 -- python3 samples/realistic/gpt2_zero2.py --steps "$STEPS" --warmup 1
+case_run confirm_zero2_noblocks 300 --confirm --torch-allocator=0 -- python3 samples/realistic/gpt2_zero2.py --steps "$STEPS" --warmup 1
 case_run zero2_untimed_baseline 200 STREAMRACE_DISABLE=1 -- python3 samples/realistic/gpt2_zero2.py --steps "$STEPS" --warmup 1
 for n in confirm_torch_views_racy confirm_torch_disjoint confirm_zero2_noblocks; do
   grep -E "^streamrace: --confirm|^  (confirmed|gone|still possible)|^SUMMARY|median_step_ms" "$W/logs/$n.run.log" 2>/dev/null | sed "s/^/$n: /" >> "$OUT/summary.txt"

@@ -58,6 +58,11 @@ TEST(Confirmation, CertainFindingsNeedNoConfirmationAndStillPossibleIsSaid) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].outcome, ConfirmOutcome::kStillPossible);
   EXPECT_EQ(analysis::to_string(c[0].outcome), std::string("still possible"));
+  const std::string fill = c[0].before.earlier.op;  // the default run's "read or write" kernel
+  EXPECT_EQ(c[0].reason.find(fill + " was not patched"), 0u) << c[0].reason;
+  auto measured = analysis::confirm_findings(possible.findings, possible.findings, {fill});
+  EXPECT_EQ(measured[0].reason.find(fill + " was measured, but its intervals overflowed the device-side budget"), 0u)
+      << measured[0].reason;
 }
 
 }  // namespace

@@ -124,7 +124,8 @@ TEST_P(RealisticExtents, KernelPointersIntoSegmentsEndAtTheirBlock) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Recorded, RealisticExtents,
-                         ::testing::Values(Expect{"gpt2_zero2", 16852, 16852, 16403, 1}, Expect{"gpt2_fsdp2", 31531, 31531, 31005, 2}),
+                         ::testing::Values(Expect{"gpt2_zero2", 16852, 16852, 16403, 1}, Expect{"gpt2_fsdp2", 31531, 31531, 31005, 2},
+                                           Expect{"gpt2_zero2_expandable", 16554, 16554, 16372, 1}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace
