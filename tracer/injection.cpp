@@ -6,6 +6,8 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -43,10 +45,38 @@ __attribute__((constructor)) void streamrace_on_load() {
 }
 
 __attribute__((destructor)) void streamrace_on_unload() {
-  if (TracerProcess::enabled()) TracerProcess::get().at_exit();
+  try {
+    if (TracerProcess::enabled()) TracerProcess::get().at_exit();
+  } catch (...) {
+  }
 }
 
 }  // namespace
+
+// _exit and _Exit skip atexit handlers and destructors: a process leaving that way (a forked
+// worker's os._exit, a child's _exit after its work) would lose every record not yet flushed.
+// The preloaded library interposes them: the trace is finished first (only the recorder's own
+// locks, no loader call: a forked child of a threaded parent may not take others), then the
+// real call runs.
+namespace {
+[[noreturn]] void real_exit(const char* name, int status) {
+  using ExitFn = void (*)(int);
+  auto fn = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, name));
+  if (fn) fn(status);
+  syscall(SYS_exit_group, status);  // no next definition (cannot happen with glibc)
+  __builtin_unreachable();
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) {
+  if (TracerProcess::enabled()) TracerProcess::get().at_quick_exit();
+  real_exit("_exit", status);
+}
+
+extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
+  if (TracerProcess::enabled()) TracerProcess::get().at_quick_exit();
+  real_exit("_Exit", status);
+}
 
 // Called by the CUDA driver during cuInit when CUDA_INJECTION64_PATH names this library.
 extern "C" __attribute__((visibility("default"))) int InitializeInjection() {

@@ -260,11 +260,20 @@ void TraceRecorder::close() {
     stop_ = true;
   }
   wake_.notify_all();
-  if (flusher_.joinable()) {
-    if (flusher_.get_id() == std::this_thread::get_id()) {
-      flusher_.detach();
-    } else {
-      flusher_.join();
+  {
+    // Two closers at once (exit handlers racing a signal, a destructor) must not both join:
+    // the second pthread_join would fail with EINVAL and throw.
+    std::lock_guard cl(close_mu_);
+    if (flusher_.joinable()) {
+      try {
+        if (flusher_.get_id() == std::this_thread::get_id()) {
+          flusher_.detach();
+        } else {
+          flusher_.join();
+        }
+      } catch (const std::system_error&) {
+        if (flusher_.joinable()) flusher_.detach();
+      }
     }
   }
   std::lock_guard lock(flush_mu_);

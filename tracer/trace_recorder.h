@@ -4,7 +4,8 @@
 // file through trace::TraceWriter. The file is created on the first record, so a process
 // that never uses CUDA leaves nothing behind.
 //
-// Lock order: flush_mu_ -> registry_mu_ -> ThreadBuffer::mu. Appending threads take only
+// Lock order: close_mu_ (close() only, held while joining the flusher, which takes the
+// others) then flush_mu_ -> registry_mu_ -> ThreadBuffer::mu. Appending threads take only
 // their own ThreadBuffer::mu. No lock is held while calling into CUDA.
 #pragma once
 
@@ -112,6 +113,7 @@ class TraceRecorder {
   std::condition_variable wake_;
   bool stop_ = false;
   std::thread flusher_;
+  std::mutex close_mu_;  // one close() at a time joins the flusher
 };
 
 // CLOCK_MONOTONIC in nanoseconds.

@@ -51,7 +51,13 @@ void signal_handler(int sig, siginfo_t* info, void* uctx) {
   errno = saved;
 }
 
-void exit_hook() { TracerProcess::get().at_exit(); }
+void exit_hook() {
+  try {
+    TracerProcess::get().at_exit();
+  } catch (...) {
+    // Never let the tracer's trouble change how the program ends.
+  }
+}
 
 StackMode stack_mode() {
   auto v = tracer_setting("stacks");
@@ -372,6 +378,15 @@ void TracerProcess::at_exit() {
 #endif
   }
   recorder_->close();
+}
+
+void TracerProcess::at_quick_exit() {
+  if (exited_.exchange(true)) return;
+  if (!handler_.load() || !recorder_) return;
+  try {
+    recorder_->close();
+  } catch (...) {
+  }
 }
 
 void TracerProcess::on_fatal_signal(int) {

@@ -42,6 +42,8 @@ class TracerProcess {
   TraceRecorder& recorder() { return handler().recorder(); }
 
   void at_exit();
+  // _exit/_Exit (no atexit handlers run): finish the trace with the recorder's own locks only.
+  void at_quick_exit();
   void after_fork_in_child();
   void on_fatal_signal(int sig);
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -187,6 +189,63 @@ TEST_F(PreloadTest, NcclCallsInALocalScopeReachTheRealLibraryAndTheTrace) {
   EXPECT_EQ(bc.stream, trace::legacy_stream(1));  // stream 0 on the communicator's device
   EXPECT_EQ(bc.datatype, trace::NcclType::kInt64);
   EXPECT_EQ(bc.root_or_peer, 0);
+}
+
+// The ways a process leaves (issue #13): each gives the program's own status, and every
+// process that made calls leaves a complete trace (end marker written) holding all of them.
+TEST_F(PreloadTest, EveryExitPathKeepsTheStatusAndACompleteTrace) {
+  struct Case {
+    const char* mode;
+    int rc;
+    size_t traces;
+  } cases[] = {{"return", 0, 1}, {"exit", 7, 1}, {"child", 15, 2}, {"signal", 128 + SIGTERM, 1}, {"thread", 9, 1}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.mode);
+    fs::remove_all(traces_);
+    fs::create_directories(traces_);
+    auto r = run("RANK=1", "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' " + std::string(c.mode));
+    EXPECT_EQ(r.rc, c.rc) << r.err;
+    EXPECT_EQ(r.err.find("terminate"), std::string::npos) << r.err;
+    auto files = trace_files();
+    ASSERT_EQ(files.size(), c.traces);
+    for (const auto& f : files) {
+      auto t = read_trace(f.string());
+      EXPECT_TRUE(t.stats.complete) << f;
+      // One run of the fake framework is 8 NCCL records; the thread case runs it in a loop.
+      if (std::string(c.mode) == "thread")
+        EXPECT_GE(t.records.size(), 8u) << f;
+      else
+        EXPECT_EQ(t.records.size(), 8u) << f;
+    }
+  }
+}
+
+TEST_F(PreloadTest, PythonInterpreterShutdownKeepsTheStatusAndACompleteTrace) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  fs::path script = base_ / "leave.py";
+  {
+    std::ofstream py(script);
+    py << "import ctypes, sys, threading\n"
+          "lib = ctypes.PyDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
+          "assert lib.fake_framework_run() == 0\n"
+          "threading.Thread(target=lambda: [lib.fake_framework_run() for _ in range(1000)], daemon=True).start()\n"
+          "pid = __import__('os').fork()\n"
+          "if pid == 0:\n"
+          "    lib.fake_framework_run()\n"
+          "    __import__('os')._exit(4)  # a worker leaving without Python's or C's exit handlers\n"
+          "assert __import__('os').waitpid(pid, 0)[1] >> 8 == 4\n"
+          "sys.exit(3)\n";
+  }
+  auto r = run("RANK=1", "python3 '" + script.string() + "' '" SR_FAKE_FRAMEWORK "'");
+  EXPECT_EQ(r.rc, 3) << r.err;
+  EXPECT_EQ(r.err, "");
+  auto files = trace_files();
+  ASSERT_EQ(files.size(), 2u);  // the interpreter's and the os._exit worker's
+  for (const auto& f : files) {
+    auto t = read_trace(f.string());
+    EXPECT_TRUE(t.stats.complete) << f;
+    EXPECT_GE(t.records.size(), 8u) << f;
+  }
 }
 
 // The NCCL calls come from Python (through ctypes.PyDLL, which keeps the GIL): their stacks

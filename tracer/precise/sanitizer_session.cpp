@@ -276,8 +276,7 @@ void on_launch_begin(State& st, const Sanitizer_LaunchData* l) {
   g_fn.set_launch_data(l->hLaunch, l->function, l->hStream, data);
 }
 
-void SANITIZERAPI on_callback(void* userdata, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid,
-                              const void* data) {
+void on_callback_body(void* userdata, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid, const void* data) {
   State* st = static_cast<State*>(userdata);
   if (st == nullptr || data == nullptr) return;
   switch (domain) {
@@ -325,6 +324,16 @@ void SANITIZERAPI on_callback(void* userdata, Sanitizer_CallbackDomain domain, S
     }
     default:
       return;
+  }
+}
+
+// The Sanitizer library calls this from the program's threads (and from its own teardown at
+// exit): nothing may escape into it, or the program dies in std::terminate.
+void SANITIZERAPI on_callback(void* userdata, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid,
+                              const void* data) {
+  try {
+    on_callback_body(userdata, domain, cbid, data);
+  } catch (...) {
   }
 }
 
