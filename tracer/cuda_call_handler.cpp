@@ -353,6 +353,19 @@ uint32_t CudaCallHandler::kernel_name_id(uint64_t func, const char* name) {
   return id;
 }
 
+namespace {
+// What a launch needs to know of its function, cached per thread: a training step launches the
+// same few hundred functions thousands of times, and the shared caches behind this (the name
+// table, the driver's parameter layouts) take a process-wide lock and copy the layout per call.
+struct FunctionFacts {
+  const void* recorder = nullptr;  // name ids belong to one recorder (a forked child has its own)
+  uint32_t name_id = 0;
+  bool have_layout = false;
+  std::vector<ParamSlot> layout;
+};
+constexpr size_t kFunctionCacheLimit = 4096;  // per thread; cleared when full
+}  // namespace
+
 void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   GilScope python_stack_matters;
   auto& ts = thread_state();
@@ -366,25 +379,36 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
   h.stream = stream;
   h.correlation = e.correlation;
   h.device = device;
-  h.name_id = kernel_name_id(call.func, name);
+  thread_local std::unordered_map<uint64_t, FunctionFacts> t_functions;
+  FunctionFacts* facts = nullptr;
+  if (call.func != 0) {
+    auto it = t_functions.find(call.func);
+    if (it != t_functions.end() && it->second.recorder == rec_) {
+      facts = &it->second;
+    } else {
+      if (t_functions.size() >= kFunctionCacheLimit) t_functions.clear();
+      facts = &t_functions[call.func];
+      facts->recorder = rec_;
+      facts->name_id = kernel_name_id(call.func, name);
+      {
+        InternalCallGuard guard;
+        facts->have_layout = queries_.param_layout(call.func, call.library_kernel, facts->layout);
+      }
+    }
+  }
+  h.name_id = facts ? facts->name_id : kernel_name_id(call.func, name);
   for (int i = 0; i < 3; ++i) {
     h.grid[i] = call.grid[i];
     h.block[i] = call.block[i];
   }
   // Pointer arguments: every 8-byte word of every parameter (structs of pointers included,
   // as in PyTorch's elementwise kernels) that lands inside a live allocation.
-  thread_local std::vector<ParamSlot> layout;
   thread_local std::vector<uint64_t> ptrs;
   ptrs.clear();
-  layout.clear();
   bool scanned = false;
-  if (call.func != 0 && (call.args != nullptr || call.packed != nullptr)) {
-    bool have;
-    {
-      InternalCallGuard guard;
-      have = queries_.param_layout(call.func, call.library_kernel, layout);
-    }
-    if (have) {
+  if (facts && (call.args != nullptr || call.packed != nullptr)) {
+    const std::vector<ParamSlot>& layout = facts->layout;
+    if (facts->have_layout) {
       scanned = true;
       for (size_t i = 0; i < layout.size(); ++i) {
         const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset

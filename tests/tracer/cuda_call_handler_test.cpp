@@ -221,6 +221,22 @@ TEST_F(HandlerTest, KernelLaunchScansParametersThroughTheDriverLaunchOnce) {
   EXPECT_EQ(ks[0].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'0010, 0x7100'0000}));
 }
 
+TEST_F(HandlerTest, AFunctionsNameAndLayoutAreLookedUpOncePerThread) {
+  malloc_device(0x7000'0000, 4096);
+  const uint64_t func = 0xF00E;
+  queries_.layouts[func] = {{0, 8}};
+  uint64_t p = 0x7000'0040;
+  void* args[] = {&p};
+  for (int i = 0; i < 3; ++i) {
+    cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr};
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 40 + i, "_Z4fillPf");
+  }
+  EXPECT_EQ(queries_.layout_calls, 1);
+  auto ks = finish().of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 3u);
+  for (const auto& k : ks) EXPECT_EQ(k.tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'0040}));
+}
+
 TEST_F(HandlerTest, PackedArgumentBufferIsScannedAtLayoutOffsets) {
   malloc_device(0x7000'0000, 4096);
   const uint64_t func = 0xBEEF;
