@@ -165,6 +165,8 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
                   "Perfetto report: mark every occurrence of the first N findings")
       ->capture_default_str();
   sub->add_flag("--progress", args->progress, "Show progress on stderr even when it is no terminal (on a terminal it shows after a second anyway)");
+  group_advanced(*sub, {"--separate-host-threads", "--unknown-streams-blocking", "--kernel-extent-to-allocation-end",
+                        "--no-const-pointer-reads", "--ignore-precise", "--force-output"});
   return [args]() { return run_analyze(*args); };
 });
 

@@ -267,6 +267,7 @@ RegisterCommand reg("check", 30, [](CLI::App& app) -> std::function<int()> {
   sub->add_flag("--separate-host-threads", args->separate_threads, "As for analyze");
   sub->add_flag("--unknown-streams-blocking", args->unknown_blocking, "As for analyze");
   sub->add_flag("--progress", args->progress, "Show progress on stderr even when it is no terminal (on a terminal it shows after a second anyway)");
+  group_advanced(*sub, {"--separate-host-threads", "--unknown-streams-blocking", "--force-output"});
   return [args]() { return run_check(*args); };
 });
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct CommandEntry {
 };
 
 std::vector<CommandEntry>& command_registry();
+
+// Moves the named options of `sub` into a second section of its --help, after the everyday
+// ones: switches that change the analysis' semantics or the tracer's internals.
+void group_advanced(CLI::App& sub, std::initializer_list<const char*> names);
 
 struct RegisterCommand {
   RegisterCommand(std::string name, int order, std::function<std::function<int()>(CLI::App&)> setup) {

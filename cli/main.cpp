@@ -12,6 +12,11 @@ std::vector<CommandEntry>& command_registry() {
   static std::vector<CommandEntry> entries;
   return entries;
 }
+
+void group_advanced(CLI::App& sub, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (CLI::Option* o = sub.get_option_no_throw(n)) o->group("Advanced");
+}
 }  // namespace streamrace::cli
 
 int main(int argc, char** argv) {

@@ -577,6 +577,8 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                   "to patch (default: the traces already in --output-dir)");
   sub->add_option("command", args->command, "The command to trace, after --")->required();
   sub->footer(settings_help());
+  group_advanced(*sub, {"--precise-start", "--precise-patches", "--precise-module-filter", "--precise-debug",
+                        "--force-output", "--precise-from", "--torch-allocator", "--keep-going"});
   return [=]() {
     args->precise_requested = precise->count() > 0;
     auto& st = args->settings;

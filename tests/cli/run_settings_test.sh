@@ -31,6 +31,24 @@ for line in \
   if grep -qxF -- "$line" <<<"$help"; then echo "ok   run --help: ${line%%=*}"; else echo "FAIL run --help lacks: $line"; fail=1; fi
 done
 
+# Everyday options first; the expert ones in an "Advanced:" section of their own.
+adv=$(sed -n '/^Advanced:/,/^Tracer settings/p' <<<"$help")
+everyday=$(sed -n '/^Options:/,/^Advanced:/p' <<<"$help")
+for o in --keep-going --torch-allocator --precise-start --precise-patches --precise-module-filter --precise-debug \
+         --force-output --precise-from; do
+  if grep -q -- "^  $o " <<<"$adv" && ! grep -q -- "^  $o " <<<"$everyday"; then echo "ok   run --help: $o is advanced"
+  else echo "FAIL run --help: $o not in the Advanced section"; fail=1; fi
+done
+for o in -o,--output-dir --stacks --timing --precise --confirm --print-limit; do
+  if grep -q -- "^  $o " <<<"$everyday"; then echo "ok   run --help: $o is everyday"; else echo "FAIL run --help: $o not among the options"; fail=1; fi
+done
+ahelp=$("$sr" analyze --help)
+aadv=$(sed -n '/^Advanced:/,$p' <<<"$ahelp")
+for o in --separate-host-threads --unknown-streams-blocking --kernel-extent-to-allocation-end --no-const-pointer-reads \
+         --ignore-precise --force-output; do
+  if grep -q -- "^  $o" <<<"$aadv"; then echo "ok   analyze --help: $o is advanced"; else echo "FAIL analyze --help: $o not advanced"; fail=1; fi
+done
+
 out=$("${clean[@]}" "$sr" run -- sh -c "$probe" 2>/dev/null)
 check "defaults" "out=$tmp/streamrace-traces stacks=unset timing=unset options=unset" "$out"
 out=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none timing=1 out=$tmp/o" "$sr" run -- sh -c "$probe" 2>/dev/null)
