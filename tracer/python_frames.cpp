@@ -8,6 +8,30 @@
 namespace streamrace::tracer {
 
 namespace {
+
+// The calling thread's caches, for one PythonFrames (a forked child's tracer has its own).
+// Keys are code objects the shared cache holds a reference to, so never reused.
+struct ThreadFrameCache {
+  const void* owner = nullptr;
+  std::unordered_map<const void*, std::pair<uint32_t, uint32_t>> names;  // code -> file, function
+  struct Line {
+    const void* code;  // the key itself, to rule out hash collisions
+    int lasti;
+    uint32_t line;
+  };
+  std::unordered_map<uint64_t, Line> lines;  // by hash of (code, lasti)
+};
+constexpr size_t kThreadCacheLimit = 1 << 16;
+
+ThreadFrameCache& thread_cache(const void* owner) {
+  thread_local ThreadFrameCache c;
+  if (c.owner != owner || c.names.size() > kThreadCacheLimit || c.lines.size() > kThreadCacheLimit) {
+    c = ThreadFrameCache{};
+    c.owner = owner;
+  }
+  return c;
+}
+
 template <typename F>
 bool find(F& fn, const char* name) {
   fn = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
@@ -23,6 +47,7 @@ bool PythonFrames::resolve() {
             find(incref_, "Py_IncRef") && find(decref_, "Py_DecRef") && find(getattr_, "PyObject_GetAttrString") &&
             find(as_utf8_, "PyUnicode_AsUTF8") && find(err_clear_, "PyErr_Clear");
   if (!find(unchecked_get_, "PyThreadState_GetUnchecked")) find(unchecked_get_, "_PyThreadState_UncheckedGet");
+  find(frame_lasti_, "PyFrame_GetLasti");
   find(gil_ensure_, "PyGILState_Ensure");
   find(gil_release_, "PyGILState_Release");
   if (!find(is_finalizing_, "Py_IsFinalizing")) find(is_finalizing_, "_Py_IsFinalizing");
@@ -95,16 +120,36 @@ size_t PythonFrames::capture(std::vector<trace::StackFrame>& out, size_t max_fra
     }
   } release{this, gil_state};
   size_t n = 0;
+  ThreadFrameCache& cache = thread_cache(this);
   PyObj frame = get_frame_(ts);  // new reference or NULL
   while (frame != nullptr && n < max_frames) {
     PyObj code = frame_code_(frame);  // new reference
-    CodeNames names = names_of(code);
-    decref_(code);
+    CodeNames names;
+    if (auto it = cache.names.find(code); it != cache.names.end()) {
+      names = CodeNames{it->second.first, it->second.second};
+    } else {
+      names = names_of(code);  // the shared cache now holds `code` for good
+      cache.names.emplace(code, std::pair{names.file_id, names.function_id});
+    }
     trace::StackFrame f{};
     f.kind = trace::FrameKind::kPython;
     f.file_id = names.file_id;
     f.function_id = names.function_id;
-    int line = frame_line_(frame);
+    int line = -1;
+    if (frame_lasti_ != nullptr) {
+      const int lasti = frame_lasti_(frame);
+      const uint64_t key = (reinterpret_cast<uint64_t>(code) * 0x9E3779B97F4A7C15ull) ^ uint64_t(uint32_t(lasti));
+      auto it = cache.lines.find(key);
+      if (it != cache.lines.end() && it->second.code == code && it->second.lasti == lasti) {
+        line = int(it->second.line);
+      } else {
+        line = frame_line_(frame);
+        cache.lines[key] = ThreadFrameCache::Line{code, lasti, uint32_t(line > 0 ? line : 0)};
+      }
+    } else {
+      line = frame_line_(frame);
+    }
+    decref_(code);
     f.line = line > 0 ? uint32_t(line) : 0;
     out.push_back(f);
     ++n;

@@ -3,7 +3,9 @@
 // never links Python. It reads when this thread holds the GIL, or (see GilScope) takes it
 // back for the walk when this thread runs Python code that released it. Code objects are cached
 // by pointer and kept alive (one reference each), so a cached pointer is never reused by a
-// different code object.
+// different code object. Each thread also keeps its own copy of those names and of the line
+// of each (code object, instruction offset) it saw: computing a line walks the code's line
+// table, and a training step makes the same calls from the same lines thousands of times.
 #pragma once
 
 #include <atomic>
@@ -59,6 +61,7 @@ class PythonFrames {
   PyObj (*frame_back_)(PyObj) = nullptr;
   PyObj (*frame_code_)(PyObj) = nullptr;
   int (*frame_line_)(PyObj) = nullptr;
+  int (*frame_lasti_)(PyObj) = nullptr;  // PyFrame_GetLasti (3.11+): the line cache's key
   void (*incref_)(PyObj) = nullptr;
   void (*decref_)(PyObj) = nullptr;
   PyObj (*getattr_)(PyObj, const char*) = nullptr;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The tracer's cost per call from Python, on the CPU machine (no GPU): a Python loop calls the
+# fake NCCL framework of the tracer tests (tests/tracer/fake/, built with the tests) through
+# ctypes.PyDLL at a given Python stack depth; each call is intercepted by libstreamrace.so's
+# NCCL interposer and recorded with its Python stack, as a traced PyTorch op would be.
+# Interleaved rounds: untraced, traced with STREAMRACE_STACKS=none, traced with stacks (auto),
+# and the same with a second library (BASELINE_LIB, e.g. an earlier build) when given.
+#
+#   bench/python_stack_cost.sh [BUILD_DIR]     env: ROUNDS (5), CALLS (5000 runs x 8 calls),
+#                                              DEPTH (20 Python frames), BASELINE_LIB
+set -u
+build=${1:-build}
+lib=$(realpath "$build/lib/libstreamrace.so")
+fw=$(realpath "$build/tests/tracer/fake_nccl/libtracer_fake_framework.so")
+ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-5000} DEPTH=${DEPTH:-20}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cat > "$tmp/loop.py" <<'PY'
+import ctypes, sys, time
+lib = ctypes.PyDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)
+n = int(sys.argv[2])
+def deep(k):
+    if k == 0:
+        t = time.perf_counter()
+        for _ in range(n):
+            lib.fake_framework_run()
+        return time.perf_counter() - t
+    return deep(k - 1)
+print(f"{deep(int(sys.argv[3])) / (n * 8) * 1e6:.3f}")
+PY
+one() {  # LIB STACKS
+  if [ -z "$1" ]; then python3 "$tmp/loop.py" "$fw" "$CALLS" "$DEPTH"; return; fi
+  rm -rf "$tmp/t" && mkdir -p "$tmp/t"
+  env -u CUDA_INJECTION64_PATH LD_PRELOAD="$1" STREAMRACE_OUT="$tmp/t" STREAMRACE_STACKS="$2" \
+    python3 "$tmp/loop.py" "$fw" "$CALLS" "$DEPTH"
+}
+configs=("untraced||" "nostacks|$lib|none" "stacks|$lib|auto")
+[ -n "${BASELINE_LIB:-}" ] && configs+=("baseline_nostacks|$(realpath "$BASELINE_LIB")|none" "baseline_stacks|$(realpath "$BASELINE_LIB")|auto")
+declare -A vals
+for ((r = 0; r < ROUNDS; r++)); do
+  for ((i = 0; i < ${#configs[@]}; i++)); do
+    IFS='|' read -r name l s <<<"${configs[$(((i + r) % ${#configs[@]}))]}"
+    vals[$name]+="$(one "$l" "$s") "
+  done
+done
+echo "us per traced NCCL call from Python, depth $DEPTH, $((CALLS * 8)) calls per run, $ROUNDS interleaved rounds:"
+for c in "${configs[@]}"; do
+  name=${c%%|*}
+  python3 -c "import statistics,sys; v=sorted(map(float,sys.argv[2].split())); print(f'  {sys.argv[1]:<18} median {statistics.median(v):.3f}  min {v[0]:.3f}  max {v[-1]:.3f}')" "$name" "${vals[$name]}"
+done
