@@ -37,7 +37,33 @@ uint32_t StackTable::intern_frames(std::span<const trace::StackFrame> frames) {
   return intern(hash_words(words, 2), false, words);
 }
 
+uint64_t StackTable::next_uid() {
+  static std::atomic<uint64_t> n{1};
+  return n.fetch_add(1);
+}
+
 uint32_t StackTable::intern(uint64_t hash, bool native, std::span<const uint64_t> words) {
+  // A thread makes the same calls from the same few stacks over and over: its own map of the
+  // stacks it interned answers those without the table's lock.
+  struct Front {
+    uint64_t table = 0;
+    std::unordered_map<uint64_t, std::pair<uint32_t, std::vector<uint64_t>>> ids;  // hash -> id, content
+  };
+  thread_local Front front;
+  if (front.table != uid_ || front.ids.size() >= 4096) {
+    front.ids.clear();
+    front.table = uid_;
+  }
+  const uint64_t key = hash ^ (native ? 0x5bd1e995u : 0u);
+  if (auto it = front.ids.find(key);
+      it != front.ids.end() && std::equal(words.begin(), words.end(), it->second.second.begin(), it->second.second.end()))
+    return it->second.first;
+  const uint32_t id = intern_shared(hash, native, words);
+  front.ids[key] = {id, std::vector<uint64_t>(words.begin(), words.end())};
+  return id;
+}
+
+uint32_t StackTable::intern_shared(uint64_t hash, bool native, std::span<const uint64_t> words) {
   std::lock_guard lock(mu_);
   auto it = by_hash_.find(hash);
   if (it != by_hash_.end() && it->second.native == native && it->second.words.size() == words.size() &&

@@ -4,6 +4,7 @@
 // frames (file, function, line), since code objects must be read while the GIL is held.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <span>
@@ -31,6 +32,7 @@ class StackTable {
 
  private:
   uint32_t intern(uint64_t hash, bool native, std::span<const uint64_t> words);
+  uint32_t intern_shared(uint64_t hash, bool native, std::span<const uint64_t> words);
 
   std::mutex mu_;
   // hash -> (id, content) so that a hash collision never merges two stacks.
@@ -42,6 +44,9 @@ class StackTable {
   std::unordered_map<uint64_t, Entry> by_hash_;
   std::vector<PendingStack> pending_;
   uint32_t next_ = 1;
+  // Tells tables apart in the per-thread front caches (an address may be reused by a new one).
+  const uint64_t uid_ = next_uid();
+  static uint64_t next_uid();
 };
 
 // 64-bit FNV-1a over 64-bit words.
