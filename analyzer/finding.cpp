@@ -137,6 +137,37 @@ void describe_missing_edge(Finding& f, uint32_t seen_clock, uint32_t earlier_clo
       "B.wait_event(ev). B.wait_stream(A) also works but orders B behind everything queued on A, which costs "
       "overlap.",
       e.stream_label, e.op, site_of(e), l.stream_label, l.op, site_of(l));
+  // CUDA graph nodes: an edge between two nodes of one launch belongs inside the capture
+  // (the labels name the capture streams); against anything else it goes around the launch.
+  const bool e_node = e.graph_launch.has_value(), l_node = l.graph_launch.has_value();
+  const bool same_launch = e_node && l_node && e.graph_launch->seq == l.graph_launch->seq;
+  if (same_launch) {
+    f.fix = fmt::format(
+        "Both are nodes of one CUDA graph launch with no path between them. Inside the capture, record an event on "
+        "{} right after {} ({}) and make {} wait on it right before {} ({}), so the graph gets the edge. CUDA: "
+        "cudaEventRecord(ev, A); cudaStreamWaitEvent(B, ev) while capturing. PyTorch: ev.record(A); B.wait_event(ev) "
+        "inside the torch.cuda.graph block.",
+        e.stream_label, e.op, site_of(e), l.stream_label, l.op, site_of(l));
+  } else if (e_node || l_node) {
+    auto launch_site = [](const GraphLaunchSite& g) {
+      Access a;
+      a.stack = g.stack;
+      return site_of(a);
+    };
+    const std::string after =
+        e_node ? fmt::format("{} right after the graph launch ({} at {}, whose node {} captured at {} is the earlier access)",
+                             e.graph_launch->stream_label, e.graph_launch->api, launch_site(*e.graph_launch), e.op, site_of(e))
+               : fmt::format("{} right after {} ({})", e.stream_label, e.op, site_of(e));
+    const std::string before =
+        l_node ? fmt::format("{} wait on it right before the graph launch ({} at {}, whose node {} captured at {} is the later access)",
+                             l.graph_launch->stream_label, l.graph_launch->api, launch_site(*l.graph_launch), l.op, site_of(l))
+               : fmt::format("{} wait on it right before {} ({})", l.stream_label, l.op, site_of(l));
+    f.fix = fmt::format(
+        "Record an event on {} and make {}. A graph node cannot be ordered on its own from outside the graph: the "
+        "event goes around its launch. CUDA: cudaEventRecord(ev, A); cudaStreamWaitEvent(B, ev). PyTorch: "
+        "ev = torch.cuda.Event(); ev.record(A); B.wait_event(ev) (or B.wait_stream(A)).",
+        after, before);
+  }
   if (f.kind == RaceKind::kUseAfterReuse) {
     // PyTorch often frees a tensor with the GIL released (no Python frames can be taken then).
     const std::string freed = !f.released ? std::string("an unknown call")
@@ -195,6 +226,16 @@ void to_json(json& j, const Access& a) {
            {"seq", a.seq},
            {"thread", a.thread},
            {"stack", a.stack}};
+  if (a.graph_launch) {
+    const GraphLaunchSite& g = *a.graph_launch;
+    j["graph_launch"] = json{{"api", g.api},
+                             {"seq", g.seq},
+                             {"graph_exec", fmt::format("{:#x}", g.graph_exec)},
+                             {"stream", fmt::format("{:#x}", g.stream)},
+                             {"stream_label", g.stream_label},
+                             {"thread", g.thread},
+                             {"stack", g.stack}};
+  }
 }
 
 namespace {
@@ -224,6 +265,17 @@ void from_json(const json& j, Access& a) {
   a.seq = get_or<uint64_t>(j, "seq", 0);
   a.thread = get_or<uint32_t>(j, "thread", 0);
   if (j.contains("stack")) a.stack = j.at("stack").get<std::vector<Frame>>();
+  if (auto it = j.find("graph_launch"); it != j.end() && it->is_object()) {
+    GraphLaunchSite g;
+    g.api = get_or<std::string>(*it, "api", "");
+    g.seq = get_or<uint64_t>(*it, "seq", 0);
+    g.graph_exec = hex_or_number(*it, "graph_exec");
+    g.stream = hex_or_number(*it, "stream");
+    g.stream_label = get_or<std::string>(*it, "stream_label", "");
+    g.thread = get_or<uint32_t>(*it, "thread", 0);
+    if (it->contains("stack")) g.stack = it->at("stack").get<std::vector<Frame>>();
+    a.graph_launch = std::move(g);
+  }
 }
 
 void to_json(json& j, const Finding& f) {
@@ -335,6 +387,7 @@ AnalysisResult result_from_json(const json& j) {
   if (j.contains("summary")) {
     r.records = j.at("summary").value("records", uint64_t(0));
     r.accesses = j.at("summary").value("accesses", uint64_t(0));
+    r.unanalysed_graph_launches = j.at("summary").value("unanalysed_graph_launches", uint64_t(0));
   }
   return r;
 }

@@ -30,6 +30,18 @@ struct Frame {
   uint64_t pc = 0;       // native frames: offset in module
 };
 
+// The cudaGraphLaunch that ran an access of a CUDA graph node (the access's own stack is the
+// node's, from when its call was captured).
+struct GraphLaunchSite {
+  std::string api;           // "cudaGraphLaunch", "cuGraphLaunch"
+  uint64_t seq = 0;          // the launch's call sequence number
+  uint64_t graph_exec = 0;
+  uint64_t stream = 0;       // the stream the graph was launched on
+  std::string stream_label;
+  uint32_t thread = 0;
+  std::vector<Frame> stack;  // innermost first
+};
+
 struct Access {
   std::string op;         // API or kernel name: "cudaMemcpyAsync", "ncclAllReduce", "vectorAdd"
   std::string op_kind;    // "memcpy", "memset", "kernel", "nccl"
@@ -45,6 +57,9 @@ struct Access {
   uint64_t seq = 0;        // call sequence number in its trace
   uint32_t thread = 0;
   std::vector<Frame> stack;  // innermost first
+  // A CUDA graph node's access: the launch that ran it (`seq`, `thread` and `stack` are then
+  // the captured call's).
+  std::optional<GraphLaunchSite> graph_launch;
 };
 
 // An edit that would order the two accesses: record an event on `record_stream` right
@@ -127,8 +142,10 @@ struct AnalysisResult {
     for (const auto& t : traces) n += t.blind();
     return n;
   }
-  // Graph launches and captured work seen but not analysed.
+  // CUDA graph launches that were not analysed (graphs not made by a stream capture the trace
+  // shows, or holding work it cannot show). Non-zero: the verdict is partial, never clean.
   uint64_t unanalysed_graph_launches = 0;
+  bool partial() const { return unanalysed_graph_launches != 0; }
 };
 
 // Stable identity of a finding: race kind, confidence and both sites (op, direction, top

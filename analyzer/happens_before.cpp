@@ -12,6 +12,7 @@ using trace::is_legacy_stream;
 using trace::is_per_thread_stream;
 
 std::string StreamState::label() const {
+  if (!graph_label.empty()) return graph_label;
   return trace::stream_label(handle, trace::StreamTraits{known, !blocking, device});
 }
 

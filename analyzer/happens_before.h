@@ -31,11 +31,16 @@ struct StreamState {
   bool per_thread = false;  // a per-thread default stream
   bool blocking = true;     // synchronises with the legacy default stream
   bool known = false;       // its creation was traced (or it is implicit)
-  bool capturing = false;   // inside cudaStreamBeginCapture/EndCapture
+  // A branch of a CUDA graph (TraceAnalysis::on_graph_launch): a virtual stream named in
+  // reports by the launch's stream.
+  std::string graph_label;
+  uint64_t shown_handle = 0;  // the launch stream
+  uint64_t captured_on = 0;   // the stream this branch was captured on
   int32_t priority = 0;
   VectorClock vc;
   uint64_t host_version_seen = 0;
   std::string label() const;
+  uint64_t shown() const { return shown_handle ? shown_handle : handle; }
 };
 
 struct EventState {

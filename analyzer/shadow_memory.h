@@ -26,6 +26,7 @@ struct AccessEpoch {
   uint32_t stack_id = 0;
   uint32_t name_id = 0;   // string id: kernel name or API name
   uint32_t thread = 0;
+  uint32_t launch = 0;    // a CUDA graph node: 1 + index of its graph launch (TraceAnalysis); 0: not
   OpKind op = OpKind::kMemcpy;
   bool write = false;     // exact write
   bool also_reads = false;   // a write that reads the same bytes first (in-place collectives)

@@ -67,14 +67,21 @@ void TraceAnalysis::run() {
                                  path_, stream.file_size(),
                                  stream.read_stats().truncated ? ", inside its first chunk" : ", after its header"));
   for (const auto& w : stream.warnings()) notices_.push_back({"warning", path_, w});
-  if (graph_launches_)
+  for (const auto& [why, n] : unanalysed_why_)
     notices_.push_back({"warning", path_,
-                        fmt::format("{} CUDA graph launches were not analysed: work inside graphs is not modelled yet, "
-                                    "so races inside them or against them are not reported",
-                                    graph_launches_)});
-  if (captured_ops_)
+                        fmt::format("{} CUDA graph launch{} not analysed: {}; races inside or against {} are not "
+                                    "reported, so the verdict is partial",
+                                    n, n == 1 ? " was" : "es were", why, n == 1 ? "it" : "them")});
+  if (unnamed_captured_ops_)
     notices_.push_back({"warning", path_,
-                        fmt::format("{} operations issued during stream capture were not analysed", captured_ops_)});
+                        fmt::format("{} operations issued during stream capture were not analysed: the capture's end "
+                                    "names no graph (it failed, or the trace was written before format 1.1)",
+                                    unnamed_captured_ops_)});
+  if (precise_graph_kernels_)
+    notices_.push_back({"warning", path_,
+                        fmt::format("{} kernel nodes of CUDA graphs ran without measured accesses: precise mode does "
+                                    "not measure graph nodes yet (their launches are analysed without them)",
+                                    precise_graph_kernels_)});
   summary_.records = stream.read_stats().records;
   summary_.complete = stream.read_stats().complete;
   summary_.truncated = stream.read_stats().truncated;
@@ -123,12 +130,13 @@ void TraceAnalysis::dispatch(const RecordView& r) {
       return;
     case RecordKind::kEventRecord: {
       auto e = r.as<EventRecord>();
-      if (skip_captured(hb_.stream(e.stream))) return;
+      if (captures_.event_recorded(e.event, e.stream, r)) return;  // a node of a capture
       hb_.event_recorded(e.event, e.stream, e.call.thread, e.call.seq);
       return;
     }
     case RecordKind::kStreamWaitEvent: {
       auto w = r.as<StreamWaitEvent>();
+      if (captures_.stream_waits(w.stream, w.event, r)) return;  // a node (or the fork) of a capture
       hb_.stream_waits(w.stream, w.event, w.call.thread);
       return;
     }
@@ -158,12 +166,15 @@ void TraceAnalysis::dispatch(const RecordView& r) {
       return;
     }
     case RecordKind::kKernelLaunch:
+      if (captures_.add_if_capturing(r.as<KernelLaunchHead>().stream, r)) return;
       on_kernel(r.as<KernelLaunchHead>(), r.tail<KernelLaunchHead>());
       return;
     case RecordKind::kMemcpy:
+      if (captures_.add_if_capturing(r.as<Memcpy>().stream, r)) return;
       on_memcpy(r.as<Memcpy>());
       return;
     case RecordKind::kMemset:
+      if (captures_.add_if_capturing(r.as<Memset>().stream, r)) return;
       on_memset(r.as<Memset>());
       return;
     case RecordKind::kKernelAccess:
@@ -171,8 +182,14 @@ void TraceAnalysis::dispatch(const RecordView& r) {
     case RecordKind::kAlloc:
       on_alloc(r.as<Alloc>());
       return;
-    case RecordKind::kFree:
-      on_free(r.as<Free>());
+    case RecordKind::kFree: {
+      auto f = r.as<Free>();
+      // A stream-ordered free inside a capture is a graph memory node: the memory belongs to
+      // the graph from then on; it is not released, and no access is made now.
+      if (f.kind == AllocKind::kAsync && f.stream && captures_.capturing(f.stream)) return;
+      on_free(f);
+      return;
+    }
       return;
     case RecordKind::kAllocatorBlock:
       blocks_.apply(r.as<trace::AllocatorBlock>());
@@ -187,6 +204,9 @@ void TraceAnalysis::dispatch(const RecordView& r) {
     }
     case RecordKind::kNcclCall: {
       auto n = r.as<NcclCall>();
+      // Captured (grouped or not): a node on its stream. A group's cross-stream joins inside a
+      // capture are not modelled.
+      if (captures_.add_if_capturing(n.stream, r)) return;
       if (n.group_depth > 0) {
         group_ops_.push_back(n);
         return;
@@ -201,26 +221,31 @@ void TraceAnalysis::dispatch(const RecordView& r) {
       return;
     case RecordKind::kGraphLaunch: {
       auto g = r.as<GraphLaunch>();
-      ++graph_launches_;
-      hb_.begin_op(g.stream, g.call.thread);
+      if (captures_.capturing(g.stream)) {
+        // A graph launched into a capture becomes a child graph node: not modelled.
+        captures_.mark_unsupported(g.stream, "holds a child graph (a graph launched during its capture)");
+        return;
+      }
+      on_graph_launch(g);
       return;
     }
     case RecordKind::kStreamCapture: {
       auto c = r.as<StreamCapture>();
-      hb_.stream(c.stream).capturing = c.begin != 0;
+      if (c.begin)
+        captures_.begin(c, hb_.stream(c.stream).device);
+      else
+        unnamed_captured_ops_ += captures_.end(c.stream, c.graph);
       return;
     }
+    case RecordKind::kGraphCall:
+      captures_.graph_call(r.as<GraphCall>());
+      return;
     case RecordKind::kOpTiming:
       return;
   }
   // Unknown kinds from a newer writer are skipped.
 }
 
-bool TraceAnalysis::skip_captured(const StreamState& s) {
-  if (!s.capturing) return false;
-  ++captured_ops_;
-  return true;
-}
 
 AccessEpoch TraceAnalysis::epoch_for(const CallInfo& c, const StreamState& s, OpKind op, uint32_t name_id) const {
   AccessEpoch e;
@@ -230,18 +255,18 @@ AccessEpoch TraceAnalysis::epoch_for(const CallInfo& c, const StreamState& s, Op
   e.stack_id = c.stack_id;
   e.name_id = name_id;
   e.thread = c.thread;
+  e.launch = current_launch_;
   e.op = op;
   return e;
 }
 
 void TraceAnalysis::on_memcpy(const Memcpy& m) {
-  StreamState& probe = hb_.stream(m.stream);
-  if (skip_captured(probe)) return;
   const bool pageable_src = m.src_mem == MemKind::kPageableHost;
   const bool pageable_dst = m.dst_mem == MemKind::kPageableHost;
   // NVIDIA's "API synchronization behavior": copies from pageable host memory synchronise
   // with the stream before they start.
-  if (pageable_src && m.dst_mem != MemKind::kPageableHost) hb_.host_joins_stream(m.stream, m.call.thread);
+  // (A graph node's copy never makes the host wait: current_launch_.)
+  if (pageable_src && m.dst_mem != MemKind::kPageableHost && !current_launch_) hb_.host_joins_stream(m.stream, m.call.thread);
   StreamState& s = hb_.begin_op(m.stream, m.call.thread);
   AccessEpoch base = epoch_for(m.call, s, OpKind::kMemcpy, m.call.api_id);
   scratch_.clear();
@@ -265,12 +290,10 @@ void TraceAnalysis::on_memcpy(const Memcpy& m) {
   } else {
     host_waits = pageable_dst && !pageable_src;  // device to pageable host: staged, synchronous
   }
-  if (host_waits) hb_.host_joins_stream(m.stream, m.call.thread);
+  if (host_waits && !current_launch_) hb_.host_joins_stream(m.stream, m.call.thread);
 }
 
 void TraceAnalysis::on_memset(const Memset& m) {
-  StreamState& probe = hb_.stream(m.stream);
-  if (skip_captured(probe)) return;
   StreamState& s = hb_.begin_op(m.stream, m.call.thread);
   scratch_.clear();
   if (m.bytes) {
@@ -281,13 +304,11 @@ void TraceAnalysis::on_memset(const Memset& m) {
     scratch_.push_back(wr);
   }
   apply(s, scratch_);
-  if (!m.is_async && (m.dst_mem == MemKind::kPinnedHost || m.dst_mem == MemKind::kPageableHost))
+  if (!m.is_async && !current_launch_ && (m.dst_mem == MemKind::kPinnedHost || m.dst_mem == MemKind::kPageableHost))
     hb_.host_joins_stream(m.stream, m.call.thread);
 }
 
 void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t> tail) {
-  StreamState& probe = hb_.stream(k.stream);
-  if (skip_captured(probe)) return;
   StreamState& s = hb_.begin_op(k.stream, k.call.thread);
   AccessEpoch base = epoch_for(k.call, s, OpKind::kKernel, k.name_id);
   if ((k.flags & kKernelPrecise) && !opts_.ignore_precise) {
@@ -295,7 +316,10 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     // (none: it touched no global memory). An interval whose budget overflowed is a whole
     // region with unknown direction, as in the default tier.
     auto it = precise_.find(k.correlation);
-    if (it == precise_.end()) return;
+    if (it == precise_.end()) {
+      precise_graph_kernels_ += current_launch_ != 0;
+      return;
+    }
     for (const KernelAccess& ka : it->second) {
       AccessEpoch e = base;
       e.addr = ka.addr;
@@ -308,7 +332,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
       }
       apply_one(s, e);
     }
-    precise_.erase(it);
+    if (!current_launch_) precise_.erase(it);
     return;
   }
   base.maybe_write = true;
@@ -384,8 +408,6 @@ void TraceAnalysis::nccl_accesses(const NcclCall& n, const AccessEpoch& proto, s
 }
 
 void TraceAnalysis::on_nccl(const NcclCall& n) {
-  StreamState& probe = hb_.stream(n.stream);
-  if (skip_captured(probe)) return;
   StreamState& s = hb_.begin_op(n.stream, n.call.thread);
   scratch_.clear();
   nccl_accesses(n, epoch_for(n.call, s, OpKind::kNccl, n.call.api_id), scratch_);
@@ -403,13 +425,100 @@ void TraceAnalysis::on_group_end(const NcclGroupEnd& g) {
   hb_.join_streams(streams);
   for (const auto& op : group_ops_) {
     StreamState& s = hb_.stream(op.stream);
-    if (skip_captured(s)) continue;
     scratch_.clear();
     nccl_accesses(op, epoch_for(op.call, s, OpKind::kNccl, op.call.api_id), scratch_);
     apply(s, scratch_);
   }
   hb_.join_streams(streams);
   group_ops_.clear();
+}
+
+void TraceAnalysis::on_graph_launch(const GraphLaunch& g) {
+  // The launch is an op on its stream: ordered after what precedes it there (and, on a
+  // blocking stream, after the legacy stream's work), and after what the host had seen.
+  StreamState& s = hb_.begin_op(g.stream, g.call.thread);
+  const GraphCaptures::Exec* ex = captures_.exec(g.graph_exec);
+  const char* why = nullptr;
+  if (!ex)
+    why = "the executable graph was never instantiated in the trace (a trace written before format 1.1, or an "
+          "exec made elsewhere)";
+  else if (!ex->graph)
+    why = "the graph was not made by a stream capture the trace shows (the explicit graph API, or "
+          "cudaGraphExecUpdate from such a graph)";
+  if (why || !ex->graph->unsupported.empty()) {
+    ++unanalysed_launches_;
+    ++unanalysed_why_[why ? why : "the graph " + ex->graph->unsupported];
+    return;
+  }
+  const CapturedGraph& graph = *ex->graph;
+  launches_.push_back(LaunchSite{g.call.seq, g.graph_exec, g.stream, g.call.stack_id, g.call.api_id, g.call.thread});
+  current_launch_ = uint32_t(launches_.size());
+  // Launches of one exec are ordered (each after the previous one's nodes), whatever stream.
+  ExecRun& run = exec_runs_[ex->id];
+  VectorClock entry = s.vc;
+  entry.join(run.end);
+  const std::string label = s.label();
+  launch_labels_.push_back(label);
+  const uint32_t device = s.device;
+  while (run.branches.size() < graph.streams.size())
+    run.branches.push_back(trace::kGraphBranchStreamTag | next_virtual_stream_++);
+  for (size_t b = 0; b < graph.streams.size(); ++b) {
+    const std::string captured = hb_.stream(graph.streams[b]).label();
+    StreamState& v = hb_.stream(run.branches[b]);
+    v.known = true;
+    v.blocking = false;  // ordered through the launch stream, never by the legacy stream itself
+    v.device = device;
+    v.shown_handle = g.stream;
+    v.captured_on = graph.streams[b];
+    v.graph_label = fmt::format("{} as captured into CUDA graph exec {:#x} (launched on {})", captured, g.graph_exec, label);
+    v.vc.join(entry);
+  }
+  std::unordered_map<uint64_t, VectorClock> events;  // the capture's events, this launch
+  for (const CapturedNode& node : graph.nodes) replay_node(node, run.branches[node.branch], g.call.thread, events);
+  current_launch_ = 0;
+  VectorClock end;
+  for (size_t b = 0; b < graph.streams.size(); ++b) end.join(hb_.stream(run.branches[b]).vc);
+  hb_.stream(g.stream).vc.join(end);  // what follows on the launch stream waits for every node
+  run.end = std::move(end);
+}
+
+void TraceAnalysis::replay_node(const CapturedNode& node, uint64_t stream, uint32_t thread,
+                                std::unordered_map<uint64_t, VectorClock>& events) {
+  const RecordView r{node.kind, std::span<const uint8_t>(node.body)};
+  // The node runs from the launching thread (the host rule), on its branch's virtual stream.
+  auto place = [&](auto rec) {
+    rec.stream = stream;
+    rec.call.thread = thread;
+    return rec;
+  };
+  switch (node.kind) {
+    case RecordKind::kEventRecord: {
+      // Inside a capture an event record is a point of its branch that waits may join.
+      StreamState& v = hb_.begin_op(stream, thread);
+      events[r.as<EventRecord>().event] = v.vc;
+      return;
+    }
+    case RecordKind::kStreamWaitEvent: {
+      // Waits on events recorded outside the capture order nothing inside the graph.
+      auto it = events.find(r.as<StreamWaitEvent>().event);
+      if (it != events.end()) hb_.stream(stream).vc.join(it->second);
+      return;
+    }
+    case RecordKind::kKernelLaunch:
+      on_kernel(place(r.as<KernelLaunchHead>()), r.tail<KernelLaunchHead>());
+      return;
+    case RecordKind::kMemcpy:
+      on_memcpy(place(r.as<Memcpy>()));
+      return;
+    case RecordKind::kMemset:
+      on_memset(place(r.as<Memset>()));
+      return;
+    case RecordKind::kNcclCall:
+      on_nccl(place(r.as<NcclCall>()));
+      return;
+    default:
+      return;
+  }
 }
 
 void TraceAnalysis::on_alloc(const Alloc& a) {
@@ -490,7 +599,7 @@ void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
       // (or exact), the allocator's reuse itself is certain: the new tensor's op got memory the
       // earlier op may still use.
       const LiveBlock* blk = blocks_.active() ? blocks_.live(c.lo) : nullptr;
-      const bool reuse = blk && c.earlier.seq < blk->alloc_seq;
+      const bool reuse = blk && when(c.earlier) < blk->alloc_seq;
       if (reuse) {
         kind = RaceKind::kUseAfterReuse;
         const bool earlier_bounded = (!c.earlier.maybe_write && !c.earlier.inexact) || c.earlier.in_block;
@@ -509,9 +618,11 @@ void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
         pf.earlier = c.earlier;
         pf.later = a;
         const StreamState* es = hb_.streams_by_slot()[c.earlier.slot];
-        pf.earlier_stream = es ? es->handle : 0;
+        // Two nodes of one launch: the edge belongs in the capture, between its streams.
+        pf.same_launch = a.launch && c.earlier.launch == a.launch;
+        pf.earlier_stream = es ? (pf.same_launch ? es->captured_on : es->shown()) : 0;
         pf.earlier_label = es ? es->label() : "unknown stream";
-        pf.later_stream = s.handle;
+        pf.later_stream = pf.same_launch ? s.captured_on : s.shown();
         pf.later_label = s.label();
         pf.overlap_lo = c.lo;
         pf.overlap_hi = c.hi;
@@ -529,15 +640,15 @@ void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
           pf.released = *rel;
         }
         pf.seen_clock = s.vc.get(c.earlier.slot);
-        pf.first_seq = a.seq;
+        pf.first_seq = when(a);
         pending_.push_back(std::move(pf));
       }
       PendingFinding& pf = pending_[it->second];
-      if (pf.last_seq != a.seq || pf.count == 0) {
+      if (pf.last_seq != when(a) || pf.count == 0) {
         ++pf.count;
-        if (pf.pairs.size() < Occurrence::kMaxRacingPairs) pf.pairs.push_back(RacingPair{c.earlier.seq, a.seq});
+        if (pf.pairs.size() < Occurrence::kMaxRacingPairs) pf.pairs.push_back(RacingPair{when(c.earlier), when(a)});
       }
-      pf.last_seq = a.seq;
+      pf.last_seq = when(a);
     }
   }
 }
@@ -569,6 +680,12 @@ Access TraceAnalysis::make_access(const AccessEpoch& e, uint64_t stream, const s
   a.seq = e.seq;
   a.thread = e.thread;
   a.stack = resolve_stack(e.stack_id);
+  if (e.launch) {
+    const LaunchSite& l = launches_[e.launch - 1];
+    a.graph_launch =
+        GraphLaunchSite{str(l.api_id), l.seq, l.graph_exec, l.stream, launch_labels_[e.launch - 1], l.thread,
+                        resolve_stack(l.stack_id)};
+  }
   return a;
 }
 
@@ -583,7 +700,9 @@ std::vector<Finding> TraceAnalysis::findings() const {
     f.later = make_access(pf.later, pf.later_stream, pf.later_label, pf);
     f.overlap_addr = pf.overlap_lo;
     f.overlap_bytes = pf.overlap_hi - pf.overlap_lo;
-    f.fix_edit = FixEdit{pf.earlier_stream, pf.earlier.seq, pf.later_stream, pf.later.seq};
+    // A graph node against anything but a node of its own launch: the fix goes around the launch.
+    f.fix_edit = pf.same_launch ? FixEdit{pf.earlier_stream, pf.earlier.seq, pf.later_stream, pf.later.seq}
+                                : FixEdit{pf.earlier_stream, when(pf.earlier), pf.later_stream, when(pf.later)};
     if (pf.has_released) {
       Access r;
       r.op = str(pf.released.api);

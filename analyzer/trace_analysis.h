@@ -11,6 +11,7 @@
 
 #include "analyzer/address_length_map.h"
 #include "analyzer/allocator_blocks.h"
+#include "analyzer/graph_captures.h"
 #include "analyzer/analyzer.h"
 #include "analyzer/happens_before.h"
 #include "analyzer/shadow_memory.h"
@@ -27,7 +28,8 @@ class TraceAnalysis {
   std::vector<Finding> findings() const;
   const std::vector<Notice>& notices() const { return notices_; }
   const TraceSummary& summary() const { return summary_; }
-  uint64_t graph_launches() const { return graph_launches_; }
+  // Graph launches not analysed (their graph is unknown or holds work the trace cannot show).
+  uint64_t graph_launches() const { return unanalysed_launches_; }
 
  private:
   struct PendingFinding {
@@ -42,6 +44,7 @@ class TraceAnalysis {
     uint32_t seen_clock;  // the later stream's knowledge of the earlier stream's clock
     uint64_t count = 0;
     uint64_t first_seq = 0, last_seq = 0;
+    bool same_launch = false;   // both are nodes of one CUDA graph launch
     bool has_released = false;  // kUseAfterReuse: the earlier tensor's release
     ReleasedBlock released;
     std::vector<RacingPair> pairs;  // the first Occurrence::kMaxRacingPairs
@@ -61,7 +64,14 @@ class TraceAnalysis {
   void apply_one(StreamState& s, const AccessEpoch& a);
   void nccl_accesses(const trace::NcclCall& n, const AccessEpoch& proto, std::vector<AccessEpoch>& out) const;
   AccessEpoch epoch_for(const trace::CallInfo& c, const StreamState& s, OpKind op, uint32_t name_id) const;
-  bool skip_captured(const StreamState& s);
+  // cudaGraphLaunch of a graph made by stream capture: its nodes run on one virtual stream per
+  // capture branch, after what precedes the launch on its stream (and the exec's previous
+  // launch); what follows on that stream runs after all of them.
+  void on_graph_launch(const trace::GraphLaunch& g);
+  void replay_node(const CapturedNode& node, uint64_t stream, uint32_t thread,
+                   std::unordered_map<uint64_t, VectorClock>& events);
+  // When an access ran, in call order: a graph node's launch, else its own call.
+  uint64_t when(const AccessEpoch& a) const { return a.launch ? launches_[a.launch - 1].seq : a.seq; }
   Access make_access(const AccessEpoch& e, uint64_t stream, const std::string& label,
                      const PendingFinding& pf) const;
   std::vector<Frame> resolve_stack(uint32_t id) const;
@@ -108,7 +118,22 @@ class TraceAnalysis {
   std::vector<AccessEpoch> scratch_;
   std::vector<Notice> notices_;
   TraceSummary summary_;
-  uint64_t graph_launches_ = 0, captured_ops_ = 0;
+  GraphCaptures captures_;
+  struct LaunchSite {
+    uint64_t seq, graph_exec, stream;
+    uint32_t stack_id, api_id, thread;
+  };
+  std::vector<LaunchSite> launches_;  // analysed graph launches, in call order
+  std::vector<std::string> launch_labels_;  // their streams' labels
+  uint32_t current_launch_ = 0;       // 1 + index in launches_ while its nodes run; 0 otherwise
+  struct ExecRun {
+    std::vector<uint64_t> branches;  // virtual stream per capture branch
+    VectorClock end;                 // all nodes of the previous launch
+  };
+  std::unordered_map<uint32_t, ExecRun> exec_runs_;  // by GraphCaptures::Exec::id
+  uint64_t next_virtual_stream_ = 0;
+  uint64_t unanalysed_launches_ = 0, unnamed_captured_ops_ = 0, precise_graph_kernels_ = 0;
+  std::map<std::string, uint64_t> unanalysed_why_;  // reason -> launches
   int comm_rank_ = -1, comm_size_ = 0;
 };
 

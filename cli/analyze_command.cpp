@@ -124,8 +124,9 @@ int run_analyze(const AnalyzeArgs& a) {
   for (const auto& o : outs) any_stdout |= o.second.empty() || o.second == "-";
   if (!any_stdout) std::cerr << report::summary_line(result) << "\n";
   if (!result.findings.empty()) return a.error_exitcode;
-  // A trace that captured no CUDA calls cannot be called clean.
-  if (result.blind_traces()) return kExitBadInput;
+  // A trace that captured no CUDA calls cannot be called clean. Nor can one whose CUDA graph
+  // launches could not be analysed: the verdict is partial.
+  if (result.blind_traces() || result.partial()) return kExitBadInput;
   return kExitClean;
 }
 

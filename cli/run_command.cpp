@@ -408,8 +408,9 @@ int report_run(const RunArgs& a, const Launch& run, const std::string& dir, cons
             << dir << "\n";
   if (run.cmd_status != 0) return run.cmd_status;
   if (!result.findings.empty()) return a.error_exitcode;
-  // A process whose CUDA calls were not captured cannot be called clean.
-  if (result.blind_traces()) return kExitBadInput;
+  // A process whose CUDA calls were not captured cannot be called clean. Nor can one whose CUDA graph
+  // launches could not be analysed: the verdict is partial.
+  if (result.blind_traces() || result.partial()) return kExitBadInput;
   return kExitClean;
 }
 

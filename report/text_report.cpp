@@ -40,15 +40,15 @@ std::string capitalize(std::string s) {
   return s;
 }
 
-void write_stack(std::ostream& out, const Access& a, size_t max_frames) {
-  if (a.stack.empty()) {
+void write_stack(std::ostream& out, const std::vector<Frame>& stack, size_t max_frames) {
+  if (stack.empty()) {
     out << "    (no stack recorded)\n";
     return;
   }
   size_t n = 0;
-  for (const Frame& f : a.stack) {
+  for (const Frame& f : stack) {
     if (n == max_frames) {
-      out << fmt::format("    ... {} more frames\n", a.stack.size() - n);
+      out << fmt::format("    ... {} more frames\n", stack.size() - n);
       break;
     }
     if (f.python || f.line)
@@ -61,7 +61,14 @@ void write_stack(std::ostream& out, const Access& a, size_t max_frames) {
 
 void write_access(std::ostream& out, const char* intro, const Access& a, const Palette& p, size_t max_frames) {
   out << fmt::format("  {}{} of {} bytes at {:#x} by {} ({}) on {}, call #{}, thread {}:{}\n", p.bold, intro, a.bytes, a.addr, safe(a.op), safe(a.op_kind), safe(a.stream_label), a.seq, a.thread, p.reset);
-  write_stack(out, a, max_frames);
+  write_stack(out, a.stack, max_frames);
+  if (a.graph_launch) {
+    // A CUDA graph node: the stack above is where it was captured; this is its launch.
+    const GraphLaunchSite& g = *a.graph_launch;
+    out << fmt::format("  as a node of CUDA graph exec {:#x}, launched by {} on stream {:#x}, call #{}, thread {}:\n",
+                       g.graph_exec, safe(g.api), g.stream, g.seq, g.thread);
+    write_stack(out, g.stack, max_frames);
+  }
 }
 
 std::string join_ranks(const std::vector<int>& ranks) {
@@ -90,6 +97,11 @@ std::string summary_line(const AnalysisResult& r, size_t left_out_baselined) {
   if (r.findings.empty() && blind)
     return fmt::format("streamrace: no verdict: {} of {} trace{} captured no CUDA calls (see the errors above)", blind,
                        traces, traces == 1 ? "" : "s");
+  if (r.findings.empty() && r.partial())
+    return fmt::format(
+        "streamrace: partial verdict: no races found in {} trace{}, but {} CUDA graph launch{} not analysed "
+        "(see the warnings above)",
+        traces, traces == 1 ? "" : "s", r.unanalysed_graph_launches, r.unanalysed_graph_launches == 1 ? " was" : "es were");
   if (r.findings.empty() && left_out_baselined)
     return fmt::format("streamrace: no new races in {} trace{}{}", traces, traces == 1 ? "" : "s", baselined);
   if (r.findings.empty())

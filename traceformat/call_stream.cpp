@@ -89,7 +89,8 @@ size_t record_fixed_size(RecordKind kind) {
     case RecordKind::kNcclGroupStart: return sizeof(NcclGroupStart);
     case RecordKind::kNcclGroupEnd: return sizeof(NcclGroupEnd);
     case RecordKind::kGraphLaunch: return sizeof(GraphLaunch);
-    case RecordKind::kStreamCapture: return sizeof(StreamCapture);
+    case RecordKind::kStreamCapture: return kStreamCaptureFixed10;  // 1.1 appended `graph`
+    case RecordKind::kGraphCall: return sizeof(GraphCall);
     case RecordKind::kOpTiming: return sizeof(OpTiming);
     case RecordKind::kNotice: return sizeof(NoticeHead);
   }

@@ -5,6 +5,7 @@
 // bump kVersionMinor and append fields at the end (readers accept longer bodies).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -15,7 +16,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the trace format is li
 
 inline constexpr char kFileMagic[8] = {'S', 'R', 'A', 'C', 'E', 'T', 'R', 'C'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint16_t kVersionMinor = 1;  // 1.1: StreamCapture.graph, GraphCall
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843;  // "CHNK"
 inline constexpr uint32_t kMaxChunkBytes = 64u << 20;  // sanity bound on raw and stored size
 inline constexpr uint32_t kMaxHeaderBytes = 1u << 20;
@@ -57,6 +58,7 @@ enum class RecordKind : uint16_t {
   kNcclGroupEnd = 53,
   kGraphLaunch = 60,
   kStreamCapture = 61,
+  kGraphCall = 62,  // instantiate, exec update, destroy; capture dependencies updated
   kOpTiming = 70,
   kNotice = 80,
 };
@@ -91,6 +93,9 @@ static_assert(sizeof(RecordPrefix) == 4);
 inline constexpr uint64_t kLegacyStreamTag = 0xFFFF'FFFF'0000'0000ull;
 inline constexpr uint64_t kPerThreadStreamTag = 0xFFFF'FFFE'0000'0000ull;
 inline constexpr uint64_t kStreamTagMask = 0xFFFF'FFFF'0000'0000ull;
+// Never written by the tracer: the analyzer's virtual streams for the branches of a CUDA
+// graph launch (analyzer/trace_analysis.cpp).
+inline constexpr uint64_t kGraphBranchStreamTag = 0xFFFF'FFFD'0000'0000ull;
 constexpr uint64_t legacy_stream(uint32_t device) { return kLegacyStreamTag | (device & 0xFFFFu); }
 constexpr uint64_t per_thread_stream(uint32_t thread, uint32_t device) {
   return kPerThreadStreamTag | ((uint64_t(thread) & 0xFFFFu) << 16) | (device & 0xFFFFu);
@@ -407,11 +412,40 @@ struct GraphLaunch {
   uint64_t correlation;
 };
 
+// cudaStreamBeginCapture* / cudaStreamEndCapture on the capture's origin stream.
+enum CaptureFlags : uint32_t {
+  kCaptureModeMask = 0xFF,         // begin: cudaStreamCaptureMode (0 global, 1 thread-local, 2 relaxed)
+  kCaptureToGraph = 1u << 8,       // begin: cudaStreamBeginCaptureToGraph (into a graph that may hold nodes)
+};
 struct StreamCapture {
   SR_RECORD(kStreamCapture);
   CallInfo call;
   uint64_t stream;
   uint32_t begin;  // 1 = cudaStreamBeginCapture, 0 = cudaStreamEndCapture
+  uint32_t flags;  // CaptureFlags (was `reserved`, always 0, before 1.1)
+  // 1.1: end: the graph the capture made (*pGraph); begin (to graph): the graph captured into.
+  // 0 in traces before 1.1, whose bodies end before this field.
+  uint64_t graph;
+};
+// The body size of a 1.0 StreamCapture: the least a reader accepts.
+inline constexpr size_t kStreamCaptureFixed10 = 48;
+static_assert(offsetof(StreamCapture, graph) == kStreamCaptureFixed10);
+
+// Calls on graph objects that tie a launch's exec to the graph a capture made.
+enum class GraphAction : uint32_t {
+  kInstantiate = 1,     // cudaGraphInstantiate*, cuGraphInstantiate*: graph -> graph_exec
+  kExecUpdate = 2,      // cudaGraphExecUpdate: graph_exec now runs graph's nodes
+  kExecDestroy = 3,     // cudaGraphExecDestroy: graph_exec
+  kGraphDestroy = 4,    // cudaGraphDestroy: graph
+  kCaptureDependencies = 5,  // cudaStreamUpdateCaptureDependencies on `stream`: not modelled
+};
+struct GraphCall {
+  SR_RECORD(kGraphCall);
+  CallInfo call;
+  uint64_t graph;
+  uint64_t graph_exec;
+  uint64_t stream;
+  GraphAction action;
   uint32_t reserved;
 };
 

@@ -272,8 +272,24 @@ uint64_t TraceBuilder::graph_launch(uint64_t stream, uint64_t graph_exec) {
   return r.correlation;
 }
 
-void TraceBuilder::capture(uint64_t stream, bool begin) {
-  chunk_.add(StreamCapture{call(begin ? "cudaStreamBeginCapture" : "cudaStreamEndCapture"), stream, begin ? 1u : 0u, 0});
+void TraceBuilder::capture(uint64_t stream, bool begin, uint64_t graph, uint32_t flags) {
+  const char* api = !begin ? "cudaStreamEndCapture"
+                    : (flags & kCaptureToGraph) ? "cudaStreamBeginCaptureToGraph"
+                                                : "cudaStreamBeginCapture";
+  chunk_.add(StreamCapture{call(api), stream, begin ? 1u : 0u, flags, graph});
+  maybe_flush();
+}
+
+void TraceBuilder::graph_call(GraphAction action, uint64_t graph, uint64_t graph_exec, uint64_t stream) {
+  const char* api = "cudaGraphInstantiate";
+  switch (action) {
+    case GraphAction::kInstantiate: break;
+    case GraphAction::kExecUpdate: api = "cudaGraphExecUpdate"; break;
+    case GraphAction::kExecDestroy: api = "cudaGraphExecDestroy"; break;
+    case GraphAction::kGraphDestroy: api = "cudaGraphDestroy"; break;
+    case GraphAction::kCaptureDependencies: api = "cudaStreamUpdateCaptureDependencies"; break;
+  }
+  chunk_.add(GraphCall{call(api), graph, graph_exec, stream, action, 0});
   maybe_flush();
 }
 

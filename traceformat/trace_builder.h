@@ -75,7 +75,11 @@ class TraceBuilder {
   void group_start();
   void group_end();
   uint64_t graph_launch(uint64_t stream, uint64_t graph_exec = 0x6a00);
-  void capture(uint64_t stream, bool begin);
+  // Begin: `flags` are CaptureFlags; end: `graph` is the graph the capture made (0: unnamed,
+  // as in traces before 1.1).
+  void capture(uint64_t stream, bool begin, uint64_t graph = 0, uint32_t flags = 0);
+  // cudaGraphInstantiate (graph -> exec), cudaGraphExecUpdate, destroys, capture dependencies.
+  void graph_call(GraphAction action, uint64_t graph, uint64_t graph_exec, uint64_t stream = 0);
   void timing(uint64_t correlation, uint64_t start_ns, uint64_t end_ns, uint32_t device = 0);
   void notice(NoticeLevel level, std::string_view text);
 

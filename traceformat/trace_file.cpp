@@ -97,6 +97,7 @@ const char* record_kind_name(RecordKind kind) {
     case RecordKind::kNcclGroupEnd: return "NcclGroupEnd";
     case RecordKind::kGraphLaunch: return "GraphLaunch";
     case RecordKind::kStreamCapture: return "StreamCapture";
+    case RecordKind::kGraphCall: return "GraphCall";
     case RecordKind::kOpTiming: return "OpTiming";
     case RecordKind::kNotice: return "Notice";
   }

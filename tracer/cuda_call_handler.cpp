@@ -31,7 +31,11 @@ CudaCall extract(const CallSpec& spec, const void* params) {
 
 // Queries are recorded whatever they returned: "not ready" is the fact the analyzer needs.
 // Other failed calls did nothing and are not recorded.
-bool recorded_on_failure(CallKind kind) { return kind == CallKind::kEventQuery || kind == CallKind::kStreamQuery; }
+// Queries report their result; a failed cudaStreamEndCapture (an invalidated capture) still
+// ends the capture, so it is recorded with no graph (a failed begin is dropped in emit).
+bool recorded_on_failure(CallKind kind) {
+  return kind == CallKind::kEventQuery || kind == CallKind::kStreamQuery || kind == CallKind::kStreamCapture;
+}
 
 std::vector<uint32_t> cbids_of(ApiDomain domain) {
   std::vector<uint32_t> out;
@@ -281,7 +285,20 @@ void CudaCallHandler::emit(const CudaCall& call, const Emission& e) {
         r.correlation = e.correlation;
       });
     case CallKind::kStreamCapture:
-      return record<StreamCapture>(e.api, [&](auto& r) { r.stream = stream(); r.begin = call.capture_begin ? 1 : 0; });
+      if (e.result != 0 && call.capture_begin) return;  // no capture began
+      return record<StreamCapture>(e.api, [&](auto& r) {
+        r.stream = stream();
+        r.begin = call.capture_begin ? 1 : 0;
+        r.flags = call.capture_flags;
+        r.graph = e.result == 0 ? call.graph : 0;
+      });
+    case CallKind::kGraphCall:
+      return record<GraphCall>(e.api, [&](auto& r) {
+        r.graph = call.graph;
+        r.graph_exec = call.ptr;
+        r.stream = call.has_stream ? stream() : 0;
+        r.action = call.graph_action;
+      });
   }
 }
 

@@ -377,8 +377,72 @@ void graph_launch(const void* raw, CudaCall& c) {
 
 template <typename P, bool Begin>
 void capture(const void* raw, CudaCall& c) {
-  set_stream(c, stream_of(as<P>(raw)));
+  const P& p = as<P>(raw);
+  set_stream(c, stream_of(p));
   c.capture_begin = Begin;
+  if constexpr (requires { p.mode; }) c.capture_flags = uint32_t(p.mode) & trace::kCaptureModeMask;
+  if constexpr (requires { p.graph; }) {
+    c.graph = H(p.graph);  // cudaStreamBeginCaptureToGraph
+    c.capture_flags |= trace::kCaptureToGraph;
+  } else if constexpr (requires { p.hGraph; }) {
+    c.graph = H(p.hGraph);
+    c.capture_flags |= trace::kCaptureToGraph;
+  }
+  // End: the graph made, read at exit (the handler records runtime and driver calls there).
+  if constexpr (requires { p.pGraph; }) c.graph = p.pGraph ? H(*p.pGraph) : 0;
+  if constexpr (requires { p.phGraph; }) c.graph = p.phGraph ? H(*p.phGraph) : 0;
+}
+
+// cudaGraphInstantiate* / cuGraphInstantiate*: graph -> exec, the exec read at exit.
+template <typename P>
+void graph_instantiate(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  c.graph_action = trace::GraphAction::kInstantiate;
+  if constexpr (requires { p.pGraphExec; }) {
+    c.ptr = p.pGraphExec ? H(*p.pGraphExec) : 0;
+    c.graph = H(p.graph);
+  } else {
+    c.ptr = p.phGraphExec ? H(*p.phGraphExec) : 0;
+    c.graph = H(p.hGraph);
+  }
+}
+
+template <typename P>
+void graph_exec_update(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  c.graph_action = trace::GraphAction::kExecUpdate;
+  c.ptr = H(p.hGraphExec);
+  c.graph = H(p.hGraph);
+}
+
+template <typename P>
+void graph_exec_destroy(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  c.graph_action = trace::GraphAction::kExecDestroy;
+  if constexpr (requires { p.graphExec; }) {
+    c.ptr = H(p.graphExec);
+  } else {
+    c.ptr = H(p.hGraphExec);
+  }
+}
+
+template <typename P>
+void graph_destroy(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  c.graph_action = trace::GraphAction::kGraphDestroy;
+  if constexpr (requires { p.graph; }) {
+    c.graph = H(p.graph);
+  } else {
+    c.graph = H(p.hGraph);
+  }
+}
+
+// cudaStreamUpdateCaptureDependencies: the capture's dependency set changes in a way the
+// trace does not show (nodes added with the explicit graph API); named, not modelled.
+template <typename P>
+void capture_dependencies(const void* raw, CudaCall& c) {
+  set_stream(c, stream_of(as<P>(raw)));
+  c.graph_action = trace::GraphAction::kCaptureDependencies;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -480,6 +544,21 @@ const CallSpec kTable[] = {
     SR_RT(cudaStreamBeginCaptureToGraph_ptsz_v12030, "cudaStreamBeginCaptureToGraph", kStreamCapture, kPerThread, (capture<SR_P(cudaStreamBeginCaptureToGraph_ptsz_v12030), true>)),
     SR_RT(cudaStreamEndCapture_v10000, "cudaStreamEndCapture", kStreamCapture, kLegacy, (capture<SR_P(cudaStreamEndCapture_v10000), false>)),
     SR_RT(cudaStreamEndCapture_ptsz_v10000, "cudaStreamEndCapture", kStreamCapture, kPerThread, (capture<SR_P(cudaStreamEndCapture_ptsz_v10000), false>)),
+    // cudaGraphInstantiate_v10000 (before CUDA 12) has no params struct in CUDA 13's headers:
+    // its first two fields are _v12000's.
+    SR_RT(cudaGraphInstantiate_v10000, "cudaGraphInstantiate", kGraphCall, kLegacy, graph_instantiate<SR_P(cudaGraphInstantiate_v12000)>),
+    SR_RT(cudaGraphInstantiate_v12000, "cudaGraphInstantiate", kGraphCall, kLegacy, graph_instantiate<SR_P(cudaGraphInstantiate_v12000)>),
+    SR_RT(cudaGraphInstantiateWithFlags_v11040, "cudaGraphInstantiateWithFlags", kGraphCall, kLegacy, graph_instantiate<SR_P(cudaGraphInstantiateWithFlags_v11040)>),
+    SR_RT(cudaGraphInstantiateWithParams_v12000, "cudaGraphInstantiateWithParams", kGraphCall, kLegacy, graph_instantiate<SR_P(cudaGraphInstantiateWithParams_v12000)>),
+    SR_RT(cudaGraphInstantiateWithParams_ptsz_v12000, "cudaGraphInstantiateWithParams", kGraphCall, kPerThread, graph_instantiate<SR_P(cudaGraphInstantiateWithParams_ptsz_v12000)>),
+    SR_RT(cudaGraphExecUpdate_v10020, "cudaGraphExecUpdate", kGraphCall, kLegacy, graph_exec_update<SR_P(cudaGraphExecUpdate_v10020)>),
+    SR_RT(cudaGraphExecDestroy_v10000, "cudaGraphExecDestroy", kGraphCall, kLegacy, graph_exec_destroy<SR_P(cudaGraphExecDestroy_v10000)>),
+    SR_RT(cudaGraphDestroy_v10000, "cudaGraphDestroy", kGraphCall, kLegacy, graph_destroy<SR_P(cudaGraphDestroy_v10000)>),
+    // _v11030 has no params struct of its own in CUDA 13's headers: the stream comes first in _v12030's.
+    SR_RT(cudaStreamUpdateCaptureDependencies_v11030, "cudaStreamUpdateCaptureDependencies", kGraphCall, kLegacy, capture_dependencies<SR_P(cudaStreamUpdateCaptureDependencies_v12030)>),
+    SR_RT(cudaStreamUpdateCaptureDependencies_ptsz_v11030, "cudaStreamUpdateCaptureDependencies", kGraphCall, kPerThread, capture_dependencies<SR_P(cudaStreamUpdateCaptureDependencies_ptsz_v12030)>),
+    SR_RT(cudaStreamUpdateCaptureDependencies_v12030, "cudaStreamUpdateCaptureDependencies", kGraphCall, kLegacy, capture_dependencies<SR_P(cudaStreamUpdateCaptureDependencies_v12030)>),
+    SR_RT(cudaStreamUpdateCaptureDependencies_ptsz_v12030, "cudaStreamUpdateCaptureDependencies", kGraphCall, kPerThread, capture_dependencies<SR_P(cudaStreamUpdateCaptureDependencies_ptsz_v12030)>),
     // ---- runtime calls whose internal driver calls would otherwise look like user operations
     SR_RT(cudaMemcpyToSymbol_v3020, "cudaMemcpyToSymbol", kScopeOnly, kLegacy, nullptr),
     SR_RT(cudaMemcpyFromSymbol_v3020, "cudaMemcpyFromSymbol", kScopeOnly, kLegacy, nullptr),
@@ -568,6 +647,21 @@ const CallSpec kTable[] = {
     SR_DR(cuStreamBeginCapture_v2_ptsz, "cuStreamBeginCapture_v2", kStreamCapture, kPerThread, (capture<SR_P(cuStreamBeginCapture_v2_ptsz), true>)),
     SR_DR(cuStreamEndCapture, "cuStreamEndCapture", kStreamCapture, kLegacy, (capture<SR_P(cuStreamEndCapture), false>)),
     SR_DR(cuStreamEndCapture_ptsz, "cuStreamEndCapture", kStreamCapture, kPerThread, (capture<SR_P(cuStreamEndCapture_ptsz), false>)),
+    SR_DR(cuStreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", kStreamCapture, kLegacy, (capture<SR_P(cuStreamBeginCaptureToGraph), true>)),
+    SR_DR(cuStreamBeginCaptureToGraph_ptsz, "cuStreamBeginCaptureToGraph", kStreamCapture, kPerThread, (capture<SR_P(cuStreamBeginCaptureToGraph_ptsz), true>)),
+    SR_DR(cuGraphInstantiate, "cuGraphInstantiate", kGraphCall, kLegacy, graph_instantiate<SR_P(cuGraphInstantiate)>),
+    SR_DR(cuGraphInstantiate_v2, "cuGraphInstantiate", kGraphCall, kLegacy, graph_instantiate<SR_P(cuGraphInstantiate_v2)>),
+    SR_DR(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags", kGraphCall, kLegacy, graph_instantiate<SR_P(cuGraphInstantiateWithFlags)>),
+    SR_DR(cuGraphInstantiateWithParams, "cuGraphInstantiateWithParams", kGraphCall, kLegacy, graph_instantiate<SR_P(cuGraphInstantiateWithParams)>),
+    SR_DR(cuGraphInstantiateWithParams_ptsz, "cuGraphInstantiateWithParams", kGraphCall, kPerThread, graph_instantiate<SR_P(cuGraphInstantiateWithParams_ptsz)>),
+    SR_DR(cuGraphExecUpdate, "cuGraphExecUpdate", kGraphCall, kLegacy, graph_exec_update<SR_P(cuGraphExecUpdate)>),
+    SR_DR(cuGraphExecUpdate_v2, "cuGraphExecUpdate", kGraphCall, kLegacy, graph_exec_update<SR_P(cuGraphExecUpdate_v2)>),
+    SR_DR(cuGraphExecDestroy, "cuGraphExecDestroy", kGraphCall, kLegacy, graph_exec_destroy<SR_P(cuGraphExecDestroy)>),
+    SR_DR(cuGraphDestroy, "cuGraphDestroy", kGraphCall, kLegacy, graph_destroy<SR_P(cuGraphDestroy)>),
+    SR_DR(cuStreamUpdateCaptureDependencies, "cuStreamUpdateCaptureDependencies", kGraphCall, kLegacy, capture_dependencies<SR_P(cuStreamUpdateCaptureDependencies)>),
+    SR_DR(cuStreamUpdateCaptureDependencies_ptsz, "cuStreamUpdateCaptureDependencies", kGraphCall, kPerThread, capture_dependencies<SR_P(cuStreamUpdateCaptureDependencies_ptsz)>),
+    SR_DR(cuStreamUpdateCaptureDependencies_v2, "cuStreamUpdateCaptureDependencies", kGraphCall, kLegacy, capture_dependencies<SR_P(cuStreamUpdateCaptureDependencies_v2)>),
+    SR_DR(cuStreamUpdateCaptureDependencies_v2_ptsz, "cuStreamUpdateCaptureDependencies", kGraphCall, kPerThread, capture_dependencies<SR_P(cuStreamUpdateCaptureDependencies_v2_ptsz)>),
 };
 // clang-format on
 #undef SR_RT
@@ -614,6 +708,7 @@ std::optional<trace::RecordKind> record_kind_of(CallKind kind) {
     case CallKind::kKernelLaunch: return RecordKind::kKernelLaunch;
     case CallKind::kGraphLaunch: return RecordKind::kGraphLaunch;
     case CallKind::kStreamCapture: return RecordKind::kStreamCapture;
+    case CallKind::kGraphCall: return RecordKind::kGraphCall;
   }
   return std::nullopt;
 }

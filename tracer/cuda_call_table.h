@@ -41,6 +41,7 @@ enum class CallKind : uint8_t {
   kKernelLaunch,
   kGraphLaunch,
   kStreamCapture,
+  kGraphCall,  // instantiate, exec update, destroys, capture dependencies (GraphCall record)
 };
 
 // The trace record a call kind becomes (nullopt: none).
@@ -63,6 +64,11 @@ struct CudaCall {
   uint32_t flags = 0;  // stream and event creation
   int32_t priority = 0;
   bool capture_begin = false;
+  uint32_t capture_flags = 0;  // trace::CaptureFlags (begin)
+  // Graphs: the graph a capture made (end, read at exit) or captured into (begin to graph),
+  // the graph an instantiate or exec update took; `ptr` is the exec (created or named).
+  uint64_t graph = 0;
+  trace::GraphAction graph_action = trace::GraphAction::kInstantiate;
   // Kernel launches. `func`: a CUfunction, a CUkernel (`library_kernel`), or 0 when only the
   // runtime's host stub is known (its parameters cannot be described). `args`: kernelParams
   // (a pointer per argument); `packed`: one buffer with every argument at its layout offset.

@@ -67,7 +67,7 @@ run_sample() {  # name mode cmd...
 echo "== CUDA samples"
 SAMPLE_TIMEOUT=${SAMPLE_TIMEOUT:-25}
 for b in two_streams event_rerecord legacy_stream host_sync free_implicit_sync pageable_copy mallocasync_reuse \
-         kernel_args four_threads nccl_allreduce; do
+         kernel_args four_threads nccl_allreduce graph_side_stream graph_two_branches; do
   for m in racy clean; do run_sample $b $m /tmp/sr_samples/$b $m; done
 done
 

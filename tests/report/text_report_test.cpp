@@ -3,6 +3,7 @@
 
 #include <sstream>
 
+#include "report/closing_summary.h"
 #include "report/text_report.h"
 #include "report_test_support.h"
 
@@ -37,6 +38,20 @@ TEST(TextReport, TraceThatCapturedNothingGivesNoVerdict) {
   r.traces[0].capture_status = "ok";
   r.traces[1].capture_status = "cupti-busy: another tool holds CUPTI's only subscriber slot";
   EXPECT_EQ(report::summary_line(r), "streamrace: no verdict: 1 of 2 traces captured no CUDA calls (see the errors above)");
+}
+
+// CUDA graph launches that could not be analysed make the verdict partial, never clean.
+TEST(TextReport, UnanalysedGraphLaunchesGiveAPartialVerdict) {
+  analysis::AnalysisResult r;
+  r.traces.resize(1);
+  r.traces[0].capture_status = "ok";
+  r.unanalysed_graph_launches = 3;
+  EXPECT_TRUE(r.partial());
+  EXPECT_EQ(report::summary_line(r),
+            "streamrace: partial verdict: no races found in 1 trace, but 3 CUDA graph launches were not analysed "
+            "(see the warnings above)");
+  EXPECT_EQ(report::closing_summary(r),
+            "SUMMARY: streamrace: 0 races (0 certain, 0 possible) in 1 trace; partial: 3 CUDA graph launches not analysed");
 }
 
 }  // namespace

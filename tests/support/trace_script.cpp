@@ -189,6 +189,7 @@ class Interpreter {
   std::unordered_map<std::string, uint64_t> names_;
   std::vector<std::string> paths_;
   bool ranked_ = false;
+  uint64_t next_graph_ = 0x6b00, next_exec_ = 0x6c00;  // handles for capture-end and instantiate
 };
 
 void Interpreter::line(const std::string& verb, Args a) {
@@ -354,10 +355,41 @@ void Interpreter::line(const std::string& verb, Args a) {
     a.done(0);
     b().group_end();
   } else if (verb == "graph-launch") {
-    b().graph_launch(stream(a.at(0, "stream")));
+    const std::string exec = a.pos.size() > 1 ? a.at(1, "exec") : std::string();
+    b().graph_launch(stream(a.at(0, "stream")), exec.empty() ? 0x6a00 : addr(exec));
+    a.done(exec.empty() ? 1 : 2);
+  } else if (verb == "capture-begin") {
+    static const std::map<std::string, uint32_t> kModes = {{"global", 0}, {"thread", 1}, {"relaxed", 2}};
+    uint32_t flags = lookup(kModes, a.option("mode", "global"), "capture mode");
+    if (a.flag("to-graph")) flags |= trace::kCaptureToGraph;
+    b().capture(stream(a.at(0, "stream")), true, 0, flags);
     a.done(1);
-  } else if (verb == "capture-begin" || verb == "capture-end") {
-    b().capture(stream(a.at(0, "stream")), verb == "capture-begin");
+  } else if (verb == "capture-end") {
+    // With GRAPH: the graph the capture made is bound to that name; without: no graph is
+    // named (a failed end, or a trace written before format 1.1).
+    const uint64_t s = stream(a.at(0, "stream"));
+    uint64_t graph = 0;
+    if (a.pos.size() > 1) bind(a.at(1, "graph name"), graph = next_graph_++);
+    a.done(graph ? 2 : 1);
+    b().capture(s, false, graph);
+  } else if (verb == "instantiate") {
+    const uint64_t graph = addr(a.at(0, "graph"));
+    const std::string n = a.at(1, "exec name");
+    a.done(2);
+    const uint64_t exec = next_exec_++;
+    bind(n, exec);
+    b().graph_call(trace::GraphAction::kInstantiate, graph, exec);
+  } else if (verb == "exec-update") {
+    b().graph_call(trace::GraphAction::kExecUpdate, addr(a.at(1, "graph")), addr(a.at(0, "exec")));
+    a.done(2);
+  } else if (verb == "exec-destroy") {
+    b().graph_call(trace::GraphAction::kExecDestroy, 0, addr(a.at(0, "exec")));
+    a.done(1);
+  } else if (verb == "graph-destroy") {
+    b().graph_call(trace::GraphAction::kGraphDestroy, addr(a.at(0, "graph")), 0);
+    a.done(1);
+  } else if (verb == "capture-dependencies") {
+    b().graph_call(trace::GraphAction::kCaptureDependencies, 0, 0, stream(a.at(0, "stream")));
     a.done(1);
   } else {
     throw std::runtime_error("unknown statement '" + verb + "'");

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <vector>
 
 #include "support/trace_test_support.h"
@@ -128,6 +129,48 @@ TEST(CallStream, ShortStringAndNoticeBodiesAreErrors) {
     CallStream s(write_chunks(dir, {a}));
     EXPECT_THROW(read_all(s), TraceError);
   }
+}
+
+// Format 1.1 appended `graph` to StreamCapture: a 1.0 body (48 bytes) still reads, with graph
+// 0; one shorter than that is refused.
+TEST(CallStream, StreamCaptureFromFormat10ReadsWithoutItsGraph) {
+  TempDir dir;
+  ChunkBuilder a;
+  trace::StreamCapture c{};
+  c.call = call(0);
+  c.stream = 0x5551;
+  c.begin = 0;
+  c.graph = 0x6b00;  // not written: the body stops before it
+  a.add_raw(RecordKind::kStreamCapture, &c, trace::kStreamCaptureFixed10, nullptr, 0);
+  trace::GraphCall g{};
+  g.call = call(1);
+  g.graph = 0x6b00;
+  g.graph_exec = 0x6a00;
+  g.action = trace::GraphAction::kInstantiate;
+  a.add(g);
+  CallStream s(write_chunks(dir, {a}));
+  std::vector<RecordView> seen;
+  s.for_each([&](const RecordView& r) {
+    if (r.kind == RecordKind::kStreamCapture) {
+      auto got = r.as<trace::StreamCapture>();
+      EXPECT_EQ(got.stream, 0x5551u);
+      EXPECT_EQ(got.graph, 0u);
+      EXPECT_EQ(r.body.size(), trace::kStreamCaptureFixed10);
+    }
+    if (r.kind == RecordKind::kGraphCall) {
+      auto got = r.as<trace::GraphCall>();
+      EXPECT_EQ(got.graph_exec, 0x6a00u);
+      EXPECT_EQ(got.action, trace::GraphAction::kInstantiate);
+    }
+    seen.push_back(r);
+  });
+  EXPECT_EQ(seen.size(), 2u);
+
+  std::filesystem::remove(dir.file("t.srace"));
+  ChunkBuilder b;
+  b.add_raw(RecordKind::kStreamCapture, &c, trace::kStreamCaptureFixed10 - 8, nullptr, 0);
+  CallStream short_one(write_chunks(dir, {b}));
+  EXPECT_THROW(short_one.for_each([](const RecordView&) {}), TraceError);
 }
 
 TEST(CallStream, CountsMustFitTheirRecord) {

@@ -164,7 +164,8 @@ TEST(TraceFormat, NewerMajorVersionIsRefused) {
   TempDir dir;
   std::string path = make_trace(dir, "t.srace", false);
   std::string bytes = read_bytes(path);
-  bytes[8] = 2;  // major version, little-endian
+  bytes[8] = 2;   // major version, little-endian
+  bytes[10] = 0;  // minor version
   std::string v2 = dir.file("v2.srace");
   write_bytes(v2, bytes);
   try {

@@ -419,7 +419,7 @@ TEST(CallTable, CoversEveryCallRecordTheAnalyzerModels) {
     // The driver sees the programs that never call the runtime (Triton, NCCL, cuMemMap).
     EXPECT_TRUE(from_runtime_or_driver[1].count(k)) << "no driver callback id for " << trace::record_kind_name(k);
   }
-  EXPECT_EQ(call_kinds, 18);
+  EXPECT_EQ(call_kinds, 19);
 }
 
 TEST(CallTable, RowsAreUniqueNamedAndReadTheirParameters) {
@@ -542,6 +542,120 @@ TEST_F(HandlerTest, GraphLaunchAndCaptureAreRecorded) {
   EXPECT_EQ(gl.graph_exec, 0x6A00u);
   EXPECT_EQ(gl.stream, 0x5552u);
   EXPECT_EQ(gl.correlation, 70u);
+}
+
+// A capture with a side stream forked in and joined back, as torch.cuda.graph makes with
+// a side stream: every captured call is an ordinary record on its stream, and the end of
+// the capture names the graph it made (read at exit).
+TEST_F(HandlerTest, CaptureForkJoinRecordsEveryCapturedCallAndTheGraph) {
+  auto* s1 = as_ptr<CUstream_st>(0x5551);
+  auto* s2 = as_ptr<CUstream_st>(0x5552);
+  auto* fork = as_ptr<CUevent_st>(0xE1);
+  auto* join = as_ptr<CUevent_st>(0xE2);
+  const uint64_t buf = malloc_device(0x7000'0000, 4096);
+  queries_.kinds[buf] = trace::MemKind::kDevice;
+  cudaStreamBeginCapture_v10000_params b{s1, cudaStreamCaptureModeThreadLocal};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, &b);
+  cudaEventRecord_v3020_params r1{fork, s1};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, &r1);
+  cudaStreamWaitEvent_v3020_params w1{s2, fork, 0};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, &w1);
+  cudaMemsetAsync_v3020_params m{as_ptr<void>(buf), 0, 4096, s2};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020, &m);
+  cudaEventRecord_v3020_params r2{join, s2};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaEventRecord_v3020, &r2);
+  cudaStreamWaitEvent_v3020_params w2{s1, join, 0};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamWaitEvent_v3020, &w2);
+  cudaGraph_t g = nullptr;
+  cudaStreamEndCapture_v10000_params e{s1, &g};
+  runtime_enter(CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, &e);
+  g = as_ptr<CUgraph_st>(0x6B00);  // the runtime writes *pGraph before it returns
+  runtime_exit(CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, &e);
+  auto t = finish();
+  auto caps = t.of(RecordKind::kStreamCapture);
+  ASSERT_EQ(caps.size(), 2u);
+  auto begin = caps[0].as<trace::StreamCapture>();
+  EXPECT_EQ(begin.begin, 1u);
+  EXPECT_EQ(begin.stream, 0x5551u);
+  EXPECT_EQ(begin.flags, uint32_t(cudaStreamCaptureModeThreadLocal));
+  auto end = caps[1].as<trace::StreamCapture>();
+  EXPECT_EQ(end.begin, 0u);
+  EXPECT_EQ(end.graph, 0x6B00u);
+  ASSERT_EQ(t.of(RecordKind::kEventRecord).size(), 2u);
+  ASSERT_EQ(t.of(RecordKind::kStreamWaitEvent).size(), 2u);
+  EXPECT_EQ(t.of(RecordKind::kStreamWaitEvent)[0].as<trace::StreamWaitEvent>().stream, 0x5552u);
+  auto ms = t.of(RecordKind::kMemset).at(0).as<trace::Memset>();
+  EXPECT_EQ(ms.stream, 0x5552u);
+  EXPECT_EQ(ms.dst, buf);
+}
+
+TEST_F(HandlerTest, GraphInstantiateUpdateAndDestroyTieExecsToGraphs) {
+  auto* graph = as_ptr<CUgraph_st>(0x6B00);
+  cudaGraphExec_t exec = nullptr;
+  cudaGraphInstantiate_v12000_params i{&exec, graph, 0};
+  runtime_enter(CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, &i);
+  exec = as_ptr<CUgraphExec_st>(0x6A00);
+  runtime_exit(CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, &i);
+  cudaGraphExec_t exec2 = as_ptr<CUgraphExec_st>(0x6A01);
+  cudaGraphInstantiateWithFlags_v11040_params iwf{&exec2, graph, 0};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040, &iwf);
+  CUgraphExec exec3 = as_ptr<CUgraphExec_st>(0x6A02);
+  cuGraphInstantiateWithParams_params dp{&exec3, graph, nullptr};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams, &dp);
+  cudaGraphExec_t failed = as_ptr<CUgraphExec_st>(0x6AFF);
+  cudaGraphInstantiate_v12000_params fi{&failed, graph, 0};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiate_v12000, &fi, /*result=*/1);
+  cudaGraphExecUpdate_v10020_params u{exec, as_ptr<CUgraph_st>(0x6B01), nullptr};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecUpdate_v10020, &u);
+  cudaGraphExecDestroy_v10000_params xd{exec};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecDestroy_v10000, &xd);
+  cuGraphDestroy_params gd{graph};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuGraphDestroy, &gd);
+  cudaStreamUpdateCaptureDependencies_v12030_params cd{as_ptr<CUstream_st>(0x5551), nullptr, nullptr, 0, 0};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamUpdateCaptureDependencies_v12030, &cd);
+  auto t = finish();
+  auto calls = t.of(RecordKind::kGraphCall);
+  ASSERT_EQ(calls.size(), 7u);
+  using trace::GraphAction;
+  auto at = [&](size_t k) { return calls[k].as<trace::GraphCall>(); };
+  EXPECT_EQ(at(0).action, GraphAction::kInstantiate);
+  EXPECT_EQ(at(0).graph, 0x6B00u);
+  EXPECT_EQ(at(0).graph_exec, 0x6A00u);
+  EXPECT_EQ(at(1).graph_exec, 0x6A01u);
+  EXPECT_EQ(at(2).action, GraphAction::kInstantiate);
+  EXPECT_EQ(at(2).graph_exec, 0x6A02u);
+  EXPECT_EQ(t.str(at(2).call.api_id), "cuGraphInstantiateWithParams");
+  EXPECT_EQ(at(3).action, GraphAction::kExecUpdate);
+  EXPECT_EQ(at(3).graph_exec, 0x6A00u);
+  EXPECT_EQ(at(3).graph, 0x6B01u);
+  EXPECT_EQ(at(4).action, GraphAction::kExecDestroy);
+  EXPECT_EQ(at(4).graph_exec, 0x6A00u);
+  EXPECT_EQ(at(5).action, GraphAction::kGraphDestroy);
+  EXPECT_EQ(at(5).graph, 0x6B00u);
+  EXPECT_EQ(at(6).action, GraphAction::kCaptureDependencies);
+  EXPECT_EQ(at(6).stream, 0x5551u);
+}
+
+TEST_F(HandlerTest, FailedEndCaptureStillEndsItAndFailedBeginIsDropped) {
+  auto* s1 = as_ptr<CUstream_st>(0x5551);
+  cudaStreamBeginCapture_v10000_params b{s1, cudaStreamCaptureModeGlobal};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, &b, /*result=*/1);
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCapture_v10000, &b);
+  cudaGraph_t g = as_ptr<CUgraph_st>(0x6B00);
+  cudaStreamEndCapture_v10000_params e{s1, &g};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamEndCapture_v10000, &e, /*result=*/901);  // invalidated
+  cudaStreamBeginCaptureToGraph_v12030_params tg{s1, as_ptr<CUgraph_st>(0x6B05), nullptr, nullptr, 0,
+                                                 cudaStreamCaptureModeRelaxed};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamBeginCaptureToGraph_v12030, &tg);
+  auto t = finish();
+  auto caps = t.of(RecordKind::kStreamCapture);
+  ASSERT_EQ(caps.size(), 3u);
+  EXPECT_EQ(caps[0].as<trace::StreamCapture>().begin, 1u);
+  EXPECT_EQ(caps[1].as<trace::StreamCapture>().begin, 0u);
+  EXPECT_EQ(caps[1].as<trace::StreamCapture>().graph, 0u);
+  auto to_graph = caps[2].as<trace::StreamCapture>();
+  EXPECT_EQ(to_graph.flags, trace::kCaptureToGraph | uint32_t(cudaStreamCaptureModeRelaxed));
+  EXPECT_EQ(to_graph.graph, 0x6B05u);
 }
 
 TEST_F(HandlerTest, TracerOwnCallsAreIgnored) {
