@@ -116,6 +116,14 @@ struct TraceSummary {
   bool truncated = false;
 };
 
+// Which slice of a job's trace list a result covers (`analyze --shard I/N`); count 0: the
+// whole list given.
+struct ShardInfo {
+  uint32_t index = 0;
+  uint32_t count = 0;
+  uint64_t of_traces = 0;  // traces in the whole list the shard was cut from
+};
+
 struct AnalysisResult {
   std::vector<Finding> findings;  // sorted: certain first, then by occurrences
   std::vector<Notice> notices;
@@ -129,6 +137,7 @@ struct AnalysisResult {
   }
   // Graph launches and captured work seen but not analysed.
   uint64_t unanalysed_graph_launches = 0;
+  ShardInfo shard;
 };
 
 // Stable identity of a finding: race kind, confidence and both sites (op, direction, top
@@ -151,6 +160,7 @@ void from_json(const nlohmann::json& j, Finding& f);
 void to_json(nlohmann::json& j, const Notice& n);
 void from_json(const nlohmann::json& j, Notice& n);
 void to_json(nlohmann::json& j, const TraceSummary& t);
+void from_json(const nlohmann::json& j, TraceSummary& t);
 void to_json(nlohmann::json& j, const AnalysisResult& r);
 // Reads a document written by to_json(AnalysisResult) ("streamrace-findings" schema).
 // Throws std::runtime_error with a clear message on a document of another shape.
