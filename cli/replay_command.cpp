@@ -199,8 +199,10 @@ std::string simulate_trace(const std::string& path, const TraceArgs& a, bool& co
   corrupt = false;
   try {
     auto lifted = lift_trace(path);
+    // Told before the simulator copies and checks the schedule (a recording's takes a while).
+    if (uint64_t cells = StreamSimulator::cells_needed(lifted.schedule); cells > kSimulateCells)
+      return fmt::format("not simulated ({} cells)", cells);
     StreamSimulator sim(lifted.schedule);
-    if (sim.cells() > kSimulateCells) return fmt::format("not simulated ({} cells)", sim.cells());
     if (sim.cells() <= 4096) {
       auto r = sim.search(0, SearchLimits{500'000, true});
       corrupt = r.verdict == SearchResult::Verdict::kCorruptionFound;

@@ -713,6 +713,13 @@ StreamSimulator::~StreamSimulator() = default;
 
 uint64_t StreamSimulator::cells() const { return impl_->ncells; }
 
+uint64_t StreamSimulator::cells_needed(const Schedule& s) {
+  const uint64_t cb = s.cell_bytes();
+  uint64_t n = 0;
+  for (const auto& b : s.buffers) n += b.bytes / cb;
+  return n;
+}
+
 StepOutcome StreamSimulator::run(const SimOptions& opts) { return impl_->run(opts); }
 
 SearchResult StreamSimulator::search(uint32_t step, const SearchLimits& limits) {
