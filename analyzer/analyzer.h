@@ -33,6 +33,10 @@ struct AnalyzerOptions {
   // recorded pointers map onto the pointer parameters one to one) are taken as reads. With
   // this set every pointer argument is "read or write", as for kernels without a signature.
   bool kernel_pointers_unknown_direction = false;
+  // Racing call pairs kept per finding and trace (Occurrence::pairs): enough for the timeline
+  // reports by default; `replay trace --apply-fix` keeps them all (16 bytes per occurrence) to
+  // edit every occurrence in one round.
+  size_t racing_pairs_kept = Occurrence::kMaxRacingPairs;
   // Called with (bytes read, total bytes) while reading; may be empty.
   std::function<void(uint64_t, uint64_t)> progress;
 };

@@ -69,8 +69,9 @@ struct Occurrence {
   uint64_t count = 0;
   uint64_t first_seq = 0;  // of the later access
   uint64_t last_seq = 0;
-  // The first kMaxRacingPairs occurrences' call pairs, in call order, so the timeline reports
-  // can mark each one. Kept in memory only: the JSON report does not carry them.
+  // The first kMaxRacingPairs occurrences' call pairs (AnalyzerOptions::racing_pairs_kept), in
+  // call order, so the timeline reports can mark each one and apply-fix can edit each one.
+  // Kept in memory only: the JSON report does not carry them.
   static constexpr size_t kMaxRacingPairs = 4096;
   std::vector<RacingPair> pairs;
 };

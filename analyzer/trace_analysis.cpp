@@ -535,7 +535,7 @@ void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
       PendingFinding& pf = pending_[it->second];
       if (pf.last_seq != a.seq || pf.count == 0) {
         ++pf.count;
-        if (pf.pairs.size() < Occurrence::kMaxRacingPairs) pf.pairs.push_back(RacingPair{c.earlier.seq, a.seq});
+        if (pf.pairs.size() < opts_.racing_pairs_kept) pf.pairs.push_back(RacingPair{c.earlier.seq, a.seq});
       }
       pf.last_seq = a.seq;
     }

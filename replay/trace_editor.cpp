@@ -248,16 +248,44 @@ struct TraceEdits {
   std::vector<Planned> planned;
 };
 
-void plan_pairs(TraceEdits& te, const TraceEditor& ed, const analysis::Finding& f, const analysis::Occurrence& w,
-                std::set<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>>& seen) {
+void plan_pairs(TraceEdits& te, const TraceEditor& ed, const analysis::Finding& f, const analysis::Occurrence& w) {
   for (const auto& p : w.pairs) {
     auto earlier = ed.stream_of_call(p.earlier_seq), later = ed.stream_of_call(p.later_seq);
-    analysis::FixEdit e{earlier.value_or(f.fix_edit.record_stream), p.earlier_seq,
-                        later.value_or(f.fix_edit.wait_stream), p.later_seq};
-    if (!seen.emplace(e.record_stream, e.after_seq, e.wait_stream, e.before_seq).second) continue;
-    te.planned.push_back({&f, e, false});
+    te.planned.push_back({&f,
+                          analysis::FixEdit{earlier.value_or(f.fix_edit.record_stream), p.earlier_seq,
+                                            later.value_or(f.fix_edit.wait_stream), p.later_seq},
+                          false});
   }
 }
+
+// Drops a further pair whose edit is already planned, keeping the order (one sort: a trace
+// can hold 10^5 racing pairs). A finding's own edit always stays: it decides whether the
+// finding is fixable.
+void drop_repeated_edits(TraceEdits& te) {
+  auto key = [&](size_t i) {
+    const auto& e = te.planned[i].edit;
+    return std::make_tuple(e.record_stream, e.after_seq, e.wait_stream, e.before_seq, !te.planned[i].primary);
+  };
+  std::vector<size_t> order(te.planned.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+  std::vector<uint8_t> keep(order.size(), 1);
+  auto same_edit = [&](size_t a, size_t b) {
+    const auto &x = te.planned[a].edit, &y = te.planned[b].edit;
+    return x.record_stream == y.record_stream && x.after_seq == y.after_seq && x.wait_stream == y.wait_stream &&
+           x.before_seq == y.before_seq;
+  };
+  for (size_t i = 1; i < order.size(); ++i)
+    if (!te.planned[order[i]].primary && same_edit(order[i], order[i - 1])) keep[order[i]] = 0;
+  size_t out = 0;
+  for (size_t i = 0; i < te.planned.size(); ++i)
+    if (keep[i]) te.planned[out++] = te.planned[i];
+  te.planned.resize(out);
+}
+
+// Traces edited at once. Each editor holds its trace's records (about 100 bytes per record),
+// so one at a time keeps the memory at one trace's; the analyses are the parallel part.
+constexpr size_t kEditThreads = 1;
 
 // What one round did to one trace.
 struct TraceEditOutcome {
@@ -273,19 +301,15 @@ TraceEditOutcome edit_one_trace(const std::string& path, const std::string& out,
   TraceEditOutcome o;
   TraceEditor ed(path);
   TraceEdits te;
-  std::set<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>> seen;
   std::set<const analysis::Finding*> planned;
   for (const auto* f : findings) {
     if (!planned.insert(f).second) continue;
-    if (f->where[0].trace == path) {
-      const auto& e = f->fix_edit;
-      seen.emplace(e.record_stream, e.after_seq, e.wait_stream, e.before_seq);
-      te.planned.push_back({f, e, true});
-    }
+    if (f->where[0].trace == path) te.planned.push_back({f, f->fix_edit, true});
     if (one_per_round) continue;
     for (const auto& w : f->where)
-      if (w.trace == path) plan_pairs(te, ed, *f, w, seen);
+      if (w.trace == path) plan_pairs(te, ed, *f, w);
   }
+  drop_repeated_edits(te);
   for (const auto& p : te.planned) {
     try {
       ed.add_edit(p.edit);
@@ -354,8 +378,8 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       res.hit_round_cap = true;
       break;
     }
-    // The traces are edited on up to one thread per core (each holds one trace's records);
-    // their outcomes are applied in trace order, so the result does not depend on the threads.
+    // The traces are edited one at a time: the editor holds one trace's records. Outcomes are
+    // applied in trace order.
     std::vector<std::pair<size_t, const std::vector<const analysis::Finding*>*>> work;
     for (const auto& [t, findings] : by_trace) work.emplace_back(t, &findings);
     std::vector<TraceEditOutcome> outcomes(work.size());
@@ -374,7 +398,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
         }
       }
     };
-    const size_t threads = std::min<size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency()));
+    const size_t threads = std::min<size_t>(work.size(), kEditThreads);
     std::vector<std::thread> pool;
     for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
     worker();

@@ -75,8 +75,8 @@ class TraceEditor {
 
 // Applying fixes at the record level to a set of traces analysed together. A round edits the
 // traces and analyses them again. By default a round edits every occurrence of every
-// targeted finding that the analysis listed (each place's first Occurrence::kMaxRacingPairs
-// racing pairs: an event recorded after the earlier call, waited on before the later one), so
+// targeted finding (every racing call pair the analysis kept, which analyze_traces keeps all
+// of: an event recorded after the earlier call, waited on before the later one), so
 // one round usually removes them all and a second one only takes what the first uncovered:
 // the input is analysed once, the edited traces once per round.
 struct RecordFixOptions {
