@@ -90,7 +90,22 @@ void Analyzer::merge(Outcome&& o) {
   r.traces.push_back(std::move(o.summary));
   r.unanalysed_graph_launches += o.graph_launches;
   r.notices.insert(r.notices.end(), std::make_move_iterator(o.notices.begin()), std::make_move_iterator(o.notices.end()));
-  for (Finding& f : o.findings) {
+  merge_findings(std::move(o.findings));
+}
+
+void Analyzer::add_result(AnalysisResult&& more) {
+  auto& r = impl_->result;
+  r.records += more.records;
+  r.accesses += more.accesses;
+  r.traces.insert(r.traces.end(), std::make_move_iterator(more.traces.begin()), std::make_move_iterator(more.traces.end()));
+  r.unanalysed_graph_launches += more.unanalysed_graph_launches;
+  r.notices.insert(r.notices.end(), std::make_move_iterator(more.notices.begin()), std::make_move_iterator(more.notices.end()));
+  merge_findings(std::move(more.findings));
+}
+
+void Analyzer::merge_findings(std::vector<Finding>&& findings) {
+  auto& r = impl_->result;
+  for (Finding& f : findings) {
     auto [it, inserted] = impl_->by_fingerprint.emplace(f.fingerprint, r.findings.size());
     if (inserted) {
       r.findings.push_back(std::move(f));
@@ -164,6 +179,13 @@ std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inp
     }
   }
   return out;
+}
+
+std::vector<std::string> shard_of(const std::vector<std::string>& paths, uint32_t index, uint32_t count) {
+  if (count == 0 || index >= count) return {};
+  const size_t n = paths.size();
+  const size_t lo = size_t(uint64_t(index) * n / count), hi = size_t(uint64_t(index + 1) * n / count);
+  return std::vector<std::string>(paths.begin() + lo, paths.begin() + hi);
 }
 
 }  // namespace streamrace::analysis

@@ -33,6 +33,10 @@ struct AnalyzerOptions {
   // recorded pointers map onto the pointer parameters one to one) are taken as reads. With
   // this set every pointer argument is "read or write", as for kernels without a signature.
   bool kernel_pointers_unknown_direction = false;
+  // Racing call pairs kept per finding and trace (Occurrence::pairs): enough for the timeline
+  // reports by default; `replay trace --apply-fix` keeps them all (16 bytes per occurrence) to
+  // edit every occurrence in one round.
+  size_t racing_pairs_kept = Occurrence::kMaxRacingPairs;
   // Called with (bytes read, total bytes) while reading; may be empty.
   std::function<void(uint64_t, uint64_t)> progress;
 };
@@ -50,6 +54,12 @@ class Analyzer {
   // options' progress callback is not called when more than one thread runs).
   void add_traces(const std::vector<std::string>& paths, unsigned jobs,
                   const std::function<void(size_t)>& done = {});
+  // Adds a result analysed elsewhere (a findings document of one rank or shard, read with
+  // result_from_json) as if its traces had been added here: its traces, notices and counts
+  // are appended and its findings merged by fingerprint exactly as traces' findings are.
+  // Results of the consecutive shards of a trace list, added in shard order, give the same
+  // result as the whole list (`streamrace merge`).
+  void add_result(AnalysisResult&& r);
   // Merges findings of all traces (same fingerprint = one finding) and returns them.
   AnalysisResult finish();
 
@@ -58,6 +68,7 @@ class Analyzer {
   struct Outcome;
   static Outcome analyze_one(const std::string& path, const AnalyzerOptions& opts);
   void merge(Outcome&& o);
+  void merge_findings(std::vector<Finding>&& findings);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -77,5 +88,11 @@ bool is_trace_head(std::string_view head);
 // a directory reached twice through links is read once); keeps files as given.
 // Throws trace::TraceError for a path that does not exist or a directory with no traces.
 std::vector<std::string> expand_trace_inputs(const std::vector<std::string>& inputs);
+
+// Shard `index` of `count` (0 <= index < count) of an expanded trace list: a consecutive
+// slice, traces [index * n / count, (index + 1) * n / count), so the shards in index order
+// are the list in its order and every trace is in exactly one shard. Shards of a list
+// shorter than `count` may be empty.
+std::vector<std::string> shard_of(const std::vector<std::string>& paths, uint32_t index, uint32_t count);
 
 }  // namespace streamrace::analysis

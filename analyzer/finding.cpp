@@ -357,6 +357,19 @@ void to_json(json& j, const TraceSummary& t) {
            {"complete", t.complete}, {"truncated", t.truncated}};
 }
 
+void from_json(const json& j, TraceSummary& t) {
+  t.path = get_or<std::string>(j, "path", "");
+  t.host = get_or<std::string>(j, "host", "");
+  t.pid = get_or<int64_t>(j, "pid", 0);
+  t.rank = get_or<int>(j, "rank", -1);
+  t.capture_status = get_or<std::string>(j, "capture_status", "");
+  t.mode = get_or<std::string>(j, "mode", "");
+  t.records = get_or<uint64_t>(j, "records", 0);
+  t.accesses = get_or<uint64_t>(j, "accesses", 0);
+  t.complete = get_or<bool>(j, "complete", false);
+  t.truncated = get_or<bool>(j, "truncated", false);
+}
+
 void to_json(json& j, const AnalysisResult& r) {
   uint64_t certain = 0, possible = 0;
   for (const auto& f : r.findings) (f.confidence == Confidence::kCertain ? certain : possible)++;
@@ -368,6 +381,8 @@ void to_json(json& j, const AnalysisResult& r) {
            {"findings", r.findings},
            {"notices", r.notices},
            {"traces", r.traces}};
+  if (r.shard.count)
+    j["shard"] = {{"index", r.shard.index}, {"count", r.shard.count}, {"of_traces", r.shard.of_traces}};
 }
 
 AnalysisResult result_from_json(const json& j) {
@@ -381,6 +396,16 @@ AnalysisResult result_from_json(const json& j) {
   try {
     r.findings = j.at("findings").get<std::vector<Finding>>();
     if (j.contains("notices")) r.notices = j.at("notices").get<std::vector<Notice>>();
+    if (j.contains("traces")) r.traces = j.at("traces").get<std::vector<TraceSummary>>();
+    if (j.contains("shard")) {
+      const json& sh = j.at("shard");
+      r.shard.index = get_or<uint32_t>(sh, "index", 0);
+      r.shard.count = get_or<uint32_t>(sh, "count", 0);
+      r.shard.of_traces = get_or<uint64_t>(sh, "of_traces", 0);
+      if (r.shard.count == 0 || r.shard.index >= r.shard.count)
+        throw std::runtime_error("shard " + std::to_string(r.shard.index) + "/" + std::to_string(r.shard.count) +
+                                 " is not a shard (need 0 <= index < count)");
+    }
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("malformed finding: ") + e.what());
   }

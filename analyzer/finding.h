@@ -84,8 +84,9 @@ struct Occurrence {
   uint64_t count = 0;
   uint64_t first_seq = 0;  // of the later access
   uint64_t last_seq = 0;
-  // The first kMaxRacingPairs occurrences' call pairs, in call order, so the timeline reports
-  // can mark each one. Kept in memory only: the JSON report does not carry them.
+  // The first kMaxRacingPairs occurrences' call pairs (AnalyzerOptions::racing_pairs_kept), in
+  // call order, so the timeline reports can mark each one and apply-fix can edit each one.
+  // Kept in memory only: the JSON report does not carry them.
   static constexpr size_t kMaxRacingPairs = 4096;
   std::vector<RacingPair> pairs;
 };
@@ -131,6 +132,14 @@ struct TraceSummary {
   bool truncated = false;
 };
 
+// Which slice of a job's trace list a result covers (`analyze --shard I/N`); count 0: the
+// whole list given.
+struct ShardInfo {
+  uint32_t index = 0;
+  uint32_t count = 0;
+  uint64_t of_traces = 0;  // traces in the whole list the shard was cut from
+};
+
 struct AnalysisResult {
   std::vector<Finding> findings;  // sorted: certain first, then by occurrences
   std::vector<Notice> notices;
@@ -146,6 +155,7 @@ struct AnalysisResult {
   // shows, or holding work it cannot show). Non-zero: the verdict is partial, never clean.
   uint64_t unanalysed_graph_launches = 0;
   bool partial() const { return unanalysed_graph_launches != 0; }
+  ShardInfo shard;
 };
 
 // Stable identity of a finding: race kind, confidence and both sites (op, direction, top
@@ -168,6 +178,7 @@ void from_json(const nlohmann::json& j, Finding& f);
 void to_json(nlohmann::json& j, const Notice& n);
 void from_json(const nlohmann::json& j, Notice& n);
 void to_json(nlohmann::json& j, const TraceSummary& t);
+void from_json(const nlohmann::json& j, TraceSummary& t);
 void to_json(nlohmann::json& j, const AnalysisResult& r);
 // Reads a document written by to_json(AnalysisResult) ("streamrace-findings" schema).
 // Throws std::runtime_error with a clear message on a document of another shape.

@@ -646,7 +646,7 @@ void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
       PendingFinding& pf = pending_[it->second];
       if (pf.last_seq != when(a) || pf.count == 0) {
         ++pf.count;
-        if (pf.pairs.size() < Occurrence::kMaxRacingPairs) pf.pairs.push_back(RacingPair{when(c.earlier), when(a)});
+        if (pf.pairs.size() < opts_.racing_pairs_kept) pf.pairs.push_back(RacingPair{when(c.earlier), when(a)});
       }
       pf.last_seq = when(a);
     }

@@ -8,11 +8,9 @@
 
 #include "analyzer/analyzer.h"
 #include "cli/command_registry.h"
-#include "report/closing_summary.h"
+#include "cli/report_outputs.h"
 #include "report/formats.h"
-#include "report/output_file.h"
 #include "report/progress_meter.h"
-#include "report/text_report.h"
 #include "traceformat/trace_file.h"
 
 namespace streamrace::cli {
@@ -20,8 +18,8 @@ namespace {
 
 struct AnalyzeArgs {
   std::vector<std::string> inputs;
-  std::vector<std::string> formats;
-  std::string output;
+  ReportOutputArgs out;
+  std::string shard;  // --shard I/N
   int error_exitcode = kExitRaces;
   unsigned jobs = 0;  // -j: 0 = one thread per core
   size_t max_frames = 8;  // --max-frames: frames per stack in the text report
@@ -31,43 +29,50 @@ struct AnalyzeArgs {
   bool kernel_extent_allocation = false;
   bool ignore_precise = false;
   bool no_const_reads = false;
-  bool no_color = false;
-  bool force_output = false;
   bool progress = false;  // --progress
   std::string source_root;
   size_t perfetto_findings = 20;  // --perfetto-findings: findings whose occurrences Perfetto marks
 };
 
-// "json=out.json" -> ("json", "out.json"); "text" -> ("text", "").
-std::pair<std::string, std::string> split_format(const std::string& spec) {
-  auto eq = spec.find('=');
-  if (eq == std::string::npos) return {spec, ""};
-  return {spec.substr(0, eq), spec.substr(eq + 1)};
+// "3/8" -> index 3 of 8 shards; false (with the reason) unless 0 <= I < N.
+bool parse_shard(const std::string& spec, analysis::ShardInfo& shard, std::string& why) {
+  const auto slash = spec.find('/');
+  auto number = [](const std::string& t, uint32_t& v) {
+    if (t.empty() || t.size() > 9 || t.find_first_not_of("0123456789") != std::string::npos) return false;
+    v = uint32_t(std::stoul(t));
+    return true;
+  };
+  if (slash == std::string::npos || !number(spec.substr(0, slash), shard.index) ||
+      !number(spec.substr(slash + 1), shard.count)) {
+    why = "--shard takes I/N (shard I of N, counted from 0), not '" + spec + "'";
+    return false;
+  }
+  if (shard.count == 0 || shard.index >= shard.count) {
+    why = "--shard " + spec + ": the shard index must be at least 0 and below the count " + std::to_string(shard.count);
+    return false;
+  }
+  return true;
 }
 
 int run_analyze(const AnalyzeArgs& a) {
-  std::vector<std::pair<std::string, std::string>> outs;
-  for (const auto& spec : a.formats.empty() ? std::vector<std::string>{"text"} : a.formats) {
-    auto [name, file] = split_format(spec);
-    if (!report::is_format(name)) {
-      std::cerr << "streamrace analyze: unknown format '" << name << "' (choose from:";
-      for (const auto& n : report::format_names()) std::cerr << " " << n;
-      std::cerr << ")\n";
+  std::vector<ReportOutput> outs;
+  if (!parse_report_outputs("analyze", a.out, outs)) return kExitBadInput;
+  analysis::ShardInfo shard;
+  if (!a.shard.empty()) {
+    std::string why;
+    if (!parse_shard(a.shard, shard, why)) {
+      std::cerr << "streamrace analyze: error: " << why << "\n";
       return kExitBadInput;
     }
-    outs.emplace_back(name, file);
-  }
-  if (!a.output.empty()) {
-    if (outs.size() != 1 || !outs[0].second.empty()) {
-      std::cerr << "streamrace analyze: -o goes with a single --format; use --format NAME=FILE for several\n";
-      return kExitBadInput;
-    }
-    outs[0].second = a.output;
   }
   analysis::AnalysisResult result;
   std::vector<std::string> paths;
   try {
     paths = analysis::expand_trace_inputs(a.inputs);
+    if (shard.count) {
+      shard.of_traces = paths.size();
+      paths = analysis::shard_of(paths, shard.index, shard.count);
+    }
     uint64_t total = 0, done = 0;
     for (const auto& p : paths) {
       std::error_code ec;
@@ -90,39 +95,18 @@ int run_analyze(const AnalyzeArgs& a) {
     });
     meter.finish();
     result = analyzer.finish();
+    result.shard = shard;
   } catch (const trace::TraceError& e) {
     std::cerr << "streamrace analyze: error: " << e.what() << "\n";
     return kExitBadInput;
   }
-  for (const auto& [name, file] : outs) {
-    report::ReportOptions ro;
-    ro.max_frames = a.max_frames;
-    ro.print_limit = a.print_limit;
-    ro.source_root = a.source_root;
-    ro.perfetto_findings = a.perfetto_findings;
-    ro.trace_paths = paths;
-    if (file.empty() || file == "-") {
-      ro.color = name == "text" && !a.no_color && isatty(STDOUT_FILENO) && !std::getenv("NO_COLOR");
-      report::write_format(name, std::cout, result, ro);
-      if (name == "text") std::cout << report::closing_summary(result) << "\n";
-    } else {
-      std::ostringstream text;
-      report::write_format(name, text, result, ro);
-      if (name == "text") text << report::closing_summary(result) << "\n";
-      try {
-        report::OutputOptions oo;
-        oo.follow_symlink = a.force_output;
-        report::write_output_file(file, text.str(), oo);
-      } catch (const report::OutputError& e) {
-        std::cerr << "streamrace analyze: error: " << e.what() << "\n";
-        return kExitBadInput;
-      }
-    }
-  }
-  // When the report went to files only, still say the verdict on the terminal.
-  bool any_stdout = false;
-  for (const auto& o : outs) any_stdout |= o.second.empty() || o.second == "-";
-  if (!any_stdout) std::cerr << report::summary_line(result) << "\n";
+  report::ReportOptions ro;
+  ro.max_frames = a.max_frames;
+  ro.print_limit = a.print_limit;
+  ro.source_root = a.source_root;
+  ro.perfetto_findings = a.perfetto_findings;
+  ro.trace_paths = paths;
+  if (!write_report_outputs("analyze", outs, a.out, result, ro)) return kExitBadInput;
   if (!result.findings.empty()) return a.error_exitcode;
   // A trace that captured no CUDA calls cannot be called clean. Nor can one whose CUDA graph
   // launches could not be analysed: the verdict is partial.
@@ -134,10 +118,13 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   auto args = std::make_shared<AnalyzeArgs>();
   auto* sub = app.add_subcommand("analyze", "Analyse trace files (or directories of *.srace files) and report races");
   sub->add_option("traces", args->inputs, "Trace files or directories")->required();
-  sub->add_option("-f,--format", args->formats,
+  sub->add_option("-f,--format", args->out.formats,
                   "Report format: text (default), json, ... ; NAME=FILE writes that format to FILE; repeatable")
       ->allow_extra_args(false);  // one value per occurrence: never swallows the positionals after it
-  sub->add_option("-o,--output", args->output, "Write the (single) report format to FILE instead of stdout");
+  sub->add_option("-o,--output", args->out.output, "Write the (single) report format to FILE instead of stdout");
+  sub->add_option("--shard", args->shard,
+                  "Analyse only shard I of N (I/N, I from 0) of the expanded trace list: a consecutive slice, so "
+                  "`streamrace merge` of the N findings documents equals analysing them all");
   sub->add_option("--error-exitcode", args->error_exitcode, "Exit status when races are found")
       ->capture_default_str();
   sub->add_flag("--separate-host-threads", args->separate_threads,
@@ -152,14 +139,14 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
                 "maps onto the recorded pointers)");
   sub->add_flag("--ignore-precise", args->ignore_precise,
                 "Analyse precise-mode traces as the default tier (ignore the measured kernel ranges)");
-  sub->add_flag("--no-color", args->no_color, "Never colour the text report");
+  sub->add_flag("--no-color", args->out.no_color, "Never colour the text report");
   sub->add_option("--max-frames", args->max_frames, "Frames shown per stack in the text report")
       ->capture_default_str();
   sub->add_option("--print-limit", args->print_limit, "Findings printed at most in the text report (0 = all); the rest are counted in one line")
       ->capture_default_str();
   sub->add_option("-j,--jobs", args->jobs, "Traces analysed in parallel (0 = one per core); the report is the same for any value")
       ->capture_default_str();
-  sub->add_flag("--force-output", args->force_output,
+  sub->add_flag("--force-output", args->out.force_output,
                 "Write a report through an output path that is a symbolic link (refused by default)");
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
   sub->add_option("--perfetto-findings", args->perfetto_findings,

@@ -3,7 +3,7 @@
 //   streamrace replay zero --stage 1|2|3 --fix none|event|wait-stream|sync|all [--gpus N]
 //                          [--simulate] [--delay-us N] [--steps N] [--seed N] [--format text|json]
 //   streamrace replay trace DIR --apply-fix FINGERPRINT|all [-o DIR] [--format text|json]
-//                           [--max-rounds N (0 = automatic)] [--no-simulate]
+//                           [--max-rounds N (0 = automatic)] [--one-occurrence-per-round] [--no-simulate]
 // Exit status: 0 all variants clean / every targeted finding gone and none new, 1 otherwise,
 // 2 bad input. `replay trace` edits the recorded traces record by record (trace_editor.h).
 #include <CLI/CLI.hpp>
@@ -63,6 +63,7 @@ struct TraceArgs {
   uint32_t steps = 100;
   uint64_t seed = 1;
   uint32_t max_rounds = 0;
+  bool one_per_round = false;  // --one-occurrence-per-round: the former method
   bool no_simulate = false;
   int error_exitcode = kExitRaces;
   bool progress = false;  // --progress
@@ -198,8 +199,10 @@ std::string simulate_trace(const std::string& path, const TraceArgs& a, bool& co
   corrupt = false;
   try {
     auto lifted = lift_trace(path);
+    // Told before the simulator copies and checks the schedule (a recording's takes a while).
+    if (uint64_t cells = StreamSimulator::cells_needed(lifted.schedule); cells > kSimulateCells)
+      return fmt::format("not simulated ({} cells)", cells);
     StreamSimulator sim(lifted.schedule);
-    if (sim.cells() > kSimulateCells) return fmt::format("not simulated ({} cells)", sim.cells());
     if (sim.cells() <= 4096) {
       auto r = sim.search(0, SearchLimits{500'000, true});
       corrupt = r.verdict == SearchResult::Verdict::kCorruptionFound;
@@ -243,11 +246,12 @@ int run_trace(const TraceArgs& a) {
     while (std::getline(ss, fp, ',')) o.fingerprints.push_back(fp);
   }
   o.max_rounds = a.max_rounds;
+  o.one_occurrence_per_round = a.one_per_round;
   o.out_dir = a.out.empty() ? (fs::path(a.inputs[0]).lexically_normal().string() + ".fixed") : a.out;
   if (fs::path(o.out_dir).has_filename() && fs::path(o.out_dir).filename() == ".fixed")
     o.out_dir = "streamrace-fixed";
-  // Up to one round per occurrence, each analysing every trace again: tens of seconds on the
-  // bundled recording, so the meter shows the rounds (on a terminal, or with --progress).
+  // Usually one round (with --one-occurrence-per-round up to one per occurrence, each
+  // analysing every trace again), so the meter shows the rounds (on a terminal, or with --progress).
   report::ProgressMeter meter("applying fixes", 0);
   if (a.progress) meter.request();
   o.progress = [&](uint32_t rounds, uint64_t left, uint64_t total) {
@@ -379,9 +383,12 @@ const RegisterCommand kRegister("replay", 60, [](CLI::App& app) -> std::function
   tr->add_option("--steps", ta->steps, "seeded simulator runs when a trace is too large to search")->default_val(100);
   tr->add_option("--seed", ta->seed, "simulator seed")->default_val(1);
   tr->add_option("--max-rounds", ta->max_rounds,
-                 "stop editing after this many rounds (one occurrence per finding each); 0 = as many as the targeted "
-                 "findings have occurrences")
+                 "stop editing after this many rounds (each edits every listed occurrence of the targeted findings and "
+                 "analyses again); 0 = as many as the targeted findings have occurrences")
       ->default_val(0);
+  tr->add_flag("--one-occurrence-per-round", ta->one_per_round,
+               "edit only the first occurrence of each finding per round (the former method: one analysis per "
+               "occurrence, slow; for comparison)");
   tr->add_flag("--no-simulate", ta->no_simulate, "leave out the CPU simulator's second opinion");
   tr->add_flag("--progress", ta->progress, "Show progress on stderr even when it is no terminal (on a terminal it shows after a second anyway)");
   return [zero, tr, za, ta]() {

@@ -1,6 +1,7 @@
 // The analyzer's verdict on replay traces (see analyzer_verdict.h).
 #include "replay/analyzer_verdict.h"
 
+#include <cstdint>
 #include <filesystem>
 #include <stdexcept>
 
@@ -13,8 +14,10 @@ namespace streamrace::replay {
 namespace fs = std::filesystem;
 
 AnalyzerVerdict analyze_traces(const std::vector<std::string>& paths) {
-  analysis::Analyzer an;
-  for (const auto& p : paths) an.add_trace(p);
+  analysis::AnalyzerOptions opts;
+  opts.racing_pairs_kept = SIZE_MAX;  // every occurrence, for the fix edits (bounded by the accesses)
+  analysis::Analyzer an(opts);
+  an.add_traces(paths, 0);  // one thread per core, the same result as one after another
   auto r = an.finish();
   AnalyzerVerdict v;
   v.traces = paths;

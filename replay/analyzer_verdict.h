@@ -21,7 +21,7 @@ struct AnalyzerVerdict {
   bool clean() const { return findings.empty(); }
 };
 
-// Analyzes the traces together.
+// Analyzes the traces together (in parallel, one thread per core: the result does not depend on it).
 AnalyzerVerdict analyze_traces(const std::vector<std::string>& paths);
 // Writes schedule r as dir/rank<r>.srace (dir is created) and analyzes them together.
 AnalyzerVerdict analyze_schedules(const std::vector<Schedule>& ranks, const std::string& dir,

@@ -97,7 +97,7 @@ struct StreamSimulator::Impl {
     return Span{b, b + r.bytes / cb};
   }
 
-  void build() {
+  void build(uint64_t max_cells) {
     auto errs = s.validate();
     if (!errs.empty()) throw std::invalid_argument("schedule is not well formed: " + errs.front());
     cb = s.cell_bytes();
@@ -105,6 +105,10 @@ struct StreamSimulator::Impl {
       buffer_cell_base.push_back(ncells);
       ncells += b.bytes / cb;
     }
+    // Refused before anything is sized by the cells (a recorded trace can need 10^9 of them).
+    if (ncells > max_cells)
+      throw std::invalid_argument(fmt::format("schedule needs {} memory cells of {} bytes; the simulator allows {}",
+                                              ncells, cb, max_cells));
     if (!s.expectations.empty() && cb != s.elem_bytes)
       throw std::invalid_argument(fmt::format("schedule has expectations but ranges are not whole {}-byte elements",
                                               s.elem_bytes));
@@ -702,15 +706,19 @@ struct StreamSimulator::Impl {
 
 StreamSimulator::StreamSimulator(const Schedule& s, uint64_t max_cells) : impl_(std::make_unique<Impl>()) {
   impl_->s = s;
-  impl_->build();
-  if (impl_->ncells > max_cells)
-    throw std::invalid_argument(fmt::format("schedule needs {} memory cells of {} bytes; the simulator allows {}",
-                                            impl_->ncells, impl_->cb, max_cells));
+  impl_->build(max_cells);
 }
 
 StreamSimulator::~StreamSimulator() = default;
 
 uint64_t StreamSimulator::cells() const { return impl_->ncells; }
+
+uint64_t StreamSimulator::cells_needed(const Schedule& s) {
+  const uint64_t cb = s.cell_bytes();
+  uint64_t n = 0;
+  for (const auto& b : s.buffers) n += b.bytes / cb;
+  return n;
+}
 
 StepOutcome StreamSimulator::run(const SimOptions& opts) { return impl_->run(opts); }
 

@@ -103,6 +103,8 @@ class StreamSimulator {
   // Human-readable interleaving ("reduction   start  all_reduce flat[0]").
   std::string describe(const std::vector<SimTransition>& order) const;
   uint64_t cells() const;
+  // The memory cells `s` needs (what cells() would say), without building anything.
+  static uint64_t cells_needed(const Schedule& s);
 
  private:
   struct Impl;

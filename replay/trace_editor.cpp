@@ -2,10 +2,17 @@
 #include "replay/trace_editor.h"
 
 #include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+#include <exception>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <stdexcept>
+#include <thread>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -42,6 +49,9 @@ TraceEditor::TraceEditor(const std::string& path) {
         if (text.rfind(kFixApiPrefix, 0) == 0) strings_.emplace_back(std::move(text), h.id);
         break;
       }
+      case RecordKind::kStreamCreate:
+        if (r.body.size() >= sizeof(StreamCreate)) created_streams_.push_back(r.as<StreamCreate>().stream);
+        break;
       case RecordKind::kEventCreate: used_events.insert(r.as<EventCreate>().event); break;
       case RecordKind::kEventRecord: used_events.insert(r.as<EventRecord>().event); break;
       case RecordKind::kStreamWaitEvent: used_events.insert(r.as<StreamWaitEvent>().event); break;
@@ -59,6 +69,7 @@ TraceEditor::TraceEditor(const std::string& path) {
     ++ncalls_;
   }
   std::sort(pos_of_seq_.begin(), pos_of_seq_.end());
+  std::sort(created_streams_.begin(), created_streams_.end());
   next_string_ = max_string + 1;
   used_events_.assign(used_events.begin(), used_events.end());
   // Continue after the fix events a previous round inserted.
@@ -87,13 +98,29 @@ void TraceEditor::add_edit(const analysis::FixEdit& edit) {
 
 bool TraceEditor::has_stream(uint64_t handle) const {
   if (is_legacy_stream(handle) || is_per_thread_stream(handle)) return true;
-  for (const Rec& r : recs_) {
-    if (r.kind != RecordKind::kStreamCreate || r.size < sizeof(StreamCreate)) continue;
-    StreamCreate sc;
-    std::memcpy(&sc, arena_.data() + r.offset, sizeof(sc));
-    if (sc.stream == handle) return true;
+  return std::binary_search(created_streams_.begin(), created_streams_.end(), handle);
+}
+
+std::optional<uint64_t> TraceEditor::stream_of_call(uint64_t seq) const {
+  auto it = std::lower_bound(pos_of_seq_.begin(), pos_of_seq_.end(), std::make_pair(seq, size_t{0}));
+  if (it == pos_of_seq_.end() || it->first != seq) return std::nullopt;
+  const Rec& r = recs_[it->second];
+  // The accessing calls all carry their stream right after the call's common fields.
+  static_assert(offsetof(KernelLaunchHead, stream) == sizeof(CallInfo));
+  static_assert(offsetof(Memcpy, stream) == sizeof(CallInfo));
+  static_assert(offsetof(Memset, stream) == sizeof(CallInfo));
+  static_assert(offsetof(NcclCall, stream) == sizeof(CallInfo));
+  switch (r.kind) {
+    case RecordKind::kKernelLaunch:
+    case RecordKind::kMemcpy:
+    case RecordKind::kMemset:
+    case RecordKind::kNcclCall: break;
+    default: return std::nullopt;
   }
-  return false;
+  if (r.size < sizeof(CallInfo) + sizeof(uint64_t)) return std::nullopt;
+  uint64_t stream;
+  std::memcpy(&stream, arena_.data() + r.offset + sizeof(CallInfo), sizeof(stream));
+  return stream;
 }
 
 uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
@@ -131,7 +158,8 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
                  api_wait = api("cudaStreamWaitEvent");
 
   // A record goes after its call's trailing KernelAccess/OpTiming records (they belong to it).
-  std::multimap<size_t, const Edit*> after, before;
+  // (position, edit) sorted by position, edits at one position in the order they were added.
+  std::vector<std::pair<size_t, const Edit*>> after, before;
   for (const auto& e : edits_) {
     size_t p = e.after_pos;
     while (p + 1 < recs_.size() && p + 1 < e.before_pos) {
@@ -139,9 +167,14 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
       if (k != RecordKind::kKernelAccess && k != RecordKind::kOpTiming) break;
       ++p;
     }
-    after.emplace(p, &e);
-    before.emplace(e.before_pos, &e);
+    after.emplace_back(p, &e);
+    before.emplace_back(e.before_pos, &e);
   }
+  auto by_pos = [](const auto& x, const auto& y) { return x.first < y.first; };
+  std::stable_sort(after.begin(), after.end(), by_pos);
+  std::stable_sort(before.begin(), before.end(), by_pos);
+  size_t next_after = 0, next_before = 0;
+  std::vector<uint8_t> copy;  // a call record with its seq renumbered
   uint64_t seq = 0;
   auto call_of = [&](size_t pos) {
     const Rec& r = recs_[pos];
@@ -157,18 +190,19 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
     return c;
   };
   for (size_t pos = 0; pos < recs_.size(); ++pos) {
-    for (auto [it, end] = before.equal_range(pos); it != end; ++it) {
+    for (; next_before < before.size() && before[next_before].first == pos; ++next_before) {
+      const Edit* e = before[next_before].second;
       StreamWaitEvent sw{};
       sw.call = synthetic(call_of(pos), api_wait);
-      sw.stream = it->second->fix.wait_stream;
-      sw.event = it->second->event;
+      sw.stream = e->fix.wait_stream;
+      sw.event = e->event;
       chunk.add(sw);
       ++written;
     }
     const Rec& r = recs_[pos];
     const uint8_t* body = arena_.data() + r.offset;
     if (has_call_info(r.kind) && record_fixed_size(r.kind) != 0) {
-      std::vector<uint8_t> copy(body, body + r.size);
+      copy.assign(body, body + r.size);
       const uint64_t s = seq++;
       std::memcpy(copy.data(), &s, sizeof(s));
       chunk.add_raw(r.kind, copy.data(), copy.size(), nullptr, 0);
@@ -176,17 +210,18 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
       chunk.add_raw(r.kind, body, r.size, nullptr, 0);
     }
     ++written;
-    for (auto [it, end] = after.equal_range(pos); it != end; ++it) {
-      const CallInfo like = call_of(it->second->after_pos);
+    for (; next_after < after.size() && after[next_after].first == pos; ++next_after) {
+      const Edit* e = after[next_after].second;
+      const CallInfo like = call_of(e->after_pos);
       EventCreate ec{};
       ec.call = synthetic(like, api_create);
-      ec.event = it->second->event;
+      ec.event = e->event;
       ec.flags = 0x2;  // cudaEventDisableTiming
       chunk.add(ec);
       EventRecord er{};
       er.call = synthetic(like, api_record);
-      er.event = it->second->event;
-      er.stream = it->second->fix.record_stream;
+      er.event = e->event;
+      er.stream = e->fix.record_stream;
       chunk.add(er);
       written += 2;
     }
@@ -196,6 +231,105 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   w.close();
   return written;
 }
+
+namespace {
+
+// The edits one round makes in one trace: every listed racing pair of each targeted finding
+// there (or, the former method, the first occurrence of each finding whose first place is
+// this trace), each pair once.
+struct TraceEdits {
+  // (finding, the edit, whether it is the finding's own fix_edit): a finding whose own edit
+  // does not fit is unfixable, a further pair that does not fit is left to the next round.
+  struct Planned {
+    const analysis::Finding* finding;
+    analysis::FixEdit edit;
+    bool primary;
+  };
+  std::vector<Planned> planned;
+};
+
+void plan_pairs(TraceEdits& te, const TraceEditor& ed, const analysis::Finding& f, const analysis::Occurrence& w) {
+  for (const auto& p : w.pairs) {
+    auto earlier = ed.stream_of_call(p.earlier_seq), later = ed.stream_of_call(p.later_seq);
+    te.planned.push_back({&f,
+                          analysis::FixEdit{earlier.value_or(f.fix_edit.record_stream), p.earlier_seq,
+                                            later.value_or(f.fix_edit.wait_stream), p.later_seq},
+                          false});
+  }
+}
+
+// Drops a further pair whose edit is already planned, keeping the order (one sort: a trace
+// can hold 10^5 racing pairs). A finding's own edit always stays: it decides whether the
+// finding is fixable.
+void drop_repeated_edits(TraceEdits& te) {
+  auto key = [&](size_t i) {
+    const auto& e = te.planned[i].edit;
+    return std::make_tuple(e.record_stream, e.after_seq, e.wait_stream, e.before_seq, !te.planned[i].primary);
+  };
+  std::vector<size_t> order(te.planned.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
+  std::vector<uint8_t> keep(order.size(), 1);
+  auto same_edit = [&](size_t a, size_t b) {
+    const auto &x = te.planned[a].edit, &y = te.planned[b].edit;
+    return x.record_stream == y.record_stream && x.after_seq == y.after_seq && x.wait_stream == y.wait_stream &&
+           x.before_seq == y.before_seq;
+  };
+  for (size_t i = 1; i < order.size(); ++i)
+    if (!te.planned[order[i]].primary && same_edit(order[i], order[i - 1])) keep[order[i]] = 0;
+  size_t out = 0;
+  for (size_t i = 0; i < te.planned.size(); ++i)
+    if (keep[i]) te.planned[out++] = te.planned[i];
+  te.planned.resize(out);
+}
+
+// Traces edited at once. Each editor holds its trace's records (about 100 bytes per record),
+// so one at a time keeps the memory at one trace's; the analyses are the parallel part.
+constexpr size_t kEditThreads = 1;
+
+// What one round did to one trace.
+struct TraceEditOutcome {
+  size_t edits = 0;
+  std::string written;  // the edited trace, when there were edits
+  std::vector<std::string> warnings;
+  std::vector<std::string> unfixable;  // fingerprints whose own fix does not fit the trace
+};
+
+TraceEditOutcome edit_one_trace(const std::string& path, const std::string& out,
+                                const std::vector<const analysis::Finding*>& findings, bool one_per_round,
+                                bool first_round) {
+  TraceEditOutcome o;
+  TraceEditor ed(path);
+  TraceEdits te;
+  std::set<const analysis::Finding*> planned;
+  for (const auto* f : findings) {
+    if (!planned.insert(f).second) continue;
+    if (f->where[0].trace == path) te.planned.push_back({f, f->fix_edit, true});
+    if (one_per_round) continue;
+    for (const auto& w : f->where)
+      if (w.trace == path) plan_pairs(te, ed, *f, w);
+  }
+  drop_repeated_edits(te);
+  for (const auto& p : te.planned) {
+    try {
+      ed.add_edit(p.edit);
+    } catch (const std::invalid_argument& e) {
+      if (!p.primary) continue;
+      o.unfixable.push_back(p.finding->fingerprint);
+      o.warnings.push_back(fmt::format("finding {}: its fix cannot be applied: {}", p.finding->fingerprint, e.what()));
+    }
+  }
+  if (ed.edits() == 0) return o;
+  if (first_round)
+    for (const auto& w : ed.warnings()) o.warnings.push_back(w);
+  fs::remove(out);
+  ed.write(out);
+  o.edits = ed.edits();
+  o.written = out;
+  return o;
+}
+
+}  // namespace
 
 RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const RecordFixOptions& opts) {
   RecordFixResult res;
@@ -219,44 +353,67 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       if (targets.count(f.fingerprint)) n += f.occurrences;
     return n;
   };
+  auto trace_index = [&](const std::string& path) -> std::optional<size_t> {
+    auto it = std::find(cur.begin(), cur.end(), path);
+    if (it == cur.end()) return std::nullopt;
+    return size_t(it - cur.begin());
+  };
   const uint64_t total_occurrences = occurrences_left(res.before);
   if (opts.progress) opts.progress(0, total_occurrences, total_occurrences);
   for (uint32_t round = 0;; ++round) {
-    // One edit per targeted finding: its first occurrence, in the trace its seqs belong to.
+    // The traces this round edits: where[0]'s trace of every targeted finding (its own
+    // fix_edit is the first occurrence there), and every place of it unless one per round.
     std::map<size_t, std::vector<const analysis::Finding*>> by_trace;
     for (const auto& f : v.findings) {
       if (!targets.count(f.fingerprint) || unfixable.count(f.fingerprint) || f.where.empty()) continue;
-      auto it = std::find(cur.begin(), cur.end(), f.where[0].trace);
-      if (it == cur.end()) continue;
-      by_trace[size_t(it - cur.begin())].push_back(&f);
+      auto t = trace_index(f.where[0].trace);
+      if (!t) continue;
+      by_trace[*t].push_back(&f);
+      if (opts.one_occurrence_per_round) continue;
+      for (size_t i = 1; i < f.where.size(); ++i)
+        if (auto u = trace_index(f.where[i].trace)) by_trace[*u].push_back(&f);
     }
     if (by_trace.empty()) break;
     if (round >= cap) {
       res.hit_round_cap = true;
       break;
     }
-    bool edited = false;
-    for (auto& [t, findings] : by_trace) {
-      TraceEditor ed(cur[t]);
-      for (const auto* f : findings) {
+    // The traces are edited one at a time: the editor holds one trace's records. Outcomes are
+    // applied in trace order.
+    std::vector<std::pair<size_t, const std::vector<const analysis::Finding*>*>> work;
+    for (const auto& [t, findings] : by_trace) work.emplace_back(t, &findings);
+    std::vector<TraceEditOutcome> outcomes(work.size());
+    std::vector<std::exception_ptr> errors(work.size());
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < work.size();) {
+        const size_t t = work[i].first;
         try {
-          ed.add_edit(f->fix_edit);
-        } catch (const std::invalid_argument& e) {
-          unfixable.insert(f->fingerprint);
-          res.traces[t].warnings.push_back(fmt::format("finding {}: its fix cannot be applied: {}", f->fingerprint, e.what()));
+          const std::string out =
+              (fs::path(opts.out_dir) / fmt::format("{}.round{}.srace", fs::path(traces[t]).stem().string(), round + 1))
+                  .string();
+          outcomes[i] = edit_one_trace(cur[t], out, *work[i].second, opts.one_occurrence_per_round, round == 0);
+        } catch (...) {
+          errors[i] = std::current_exception();
         }
       }
-      if (ed.edits() == 0) continue;
-      if (round == 0)
-        for (const auto& w : ed.warnings()) res.traces[t].warnings.push_back(w);
-      const std::string out =
-          (fs::path(opts.out_dir) / fmt::format("{}.round{}.srace", fs::path(traces[t]).stem().string(), round + 1))
-              .string();
-      fs::remove(out);
-      ed.write(out);
+    };
+    const size_t threads = std::min<size_t>(work.size(), kEditThreads);
+    std::vector<std::thread> pool;
+    for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
+    worker();
+    for (auto& th : pool) th.join();
+    bool edited = false;
+    for (size_t i = 0; i < work.size(); ++i) {
+      if (errors[i]) std::rethrow_exception(errors[i]);
+      const size_t t = work[i].first;
+      auto& o = outcomes[i];
+      for (auto& fp : o.unfixable) unfixable.insert(std::move(fp));
+      for (auto& w : o.warnings) res.traces[t].warnings.push_back(std::move(w));
+      if (o.edits == 0) continue;
       if (cur[t] != traces[t] && !opts.keep_rounds) fs::remove(cur[t]);
-      cur[t] = out;
-      res.traces[t].edits += ed.edits();
+      cur[t] = o.written;
+      res.traces[t].edits += o.edits;
       edited = true;
     }
     if (!edited) break;
@@ -264,7 +421,10 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
     v = analyze_traces(cur);
     if (opts.progress) opts.progress(res.rounds, occurrences_left(v), total_occurrences);
   }
+  // `v` is the analysis of `cur`: the final traces are `cur` under their final names, so it is
+  // the verdict after the edits once its places name those files (no further analysis).
   std::vector<std::string> final_paths;
+  std::map<std::string, std::string> renamed;
   for (size_t t = 0; t < traces.size(); ++t) {
     const std::string dst =
         (fs::path(opts.out_dir) / (fs::path(traces[t]).stem().string() + ".fixed.srace")).string();
@@ -277,10 +437,15 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
     } else {
       fs::rename(cur[t], dst);
     }
+    renamed[cur[t]] = dst;
     res.traces[t].edited = dst;
     final_paths.push_back(dst);
   }
-  res.after = analyze_traces(final_paths);
+  for (auto& f : v.findings)
+    for (auto& w : f.where)
+      if (auto it = renamed.find(w.trace); it != renamed.end()) w.trace = it->second;
+  v.traces = final_paths;
+  res.after = std::move(v);
   res.verdict = judge_fix(res.before, res.after, targets);
   return res;
 }

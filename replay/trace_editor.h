@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ class TraceEditor {
 
   const trace::TraceHeader& header() const { return header_; }
   bool has_stream(uint64_t handle) const;
+  // The stream the call `seq` was issued on, for the calls that access memory on a stream
+  // (kernel launches, copies, memsets, NCCL calls); nothing for other calls or unknown seqs.
+  std::optional<uint64_t> stream_of_call(uint64_t seq) const;
   const std::vector<std::string>& warnings() const { return warnings_; }
   uint64_t calls() const { return ncalls_; }
   // The event handle the next edit will use.
@@ -60,6 +64,7 @@ class TraceEditor {
   std::vector<Rec> recs_;  // in output order (the analyzer's)
   std::vector<std::pair<uint64_t, size_t>> pos_of_seq_;  // (seq, position in recs_), sorted by seq
   std::vector<Edit> edits_;
+  std::vector<uint64_t> created_streams_;  // sorted
   std::vector<std::string> warnings_;
   uint64_t ncalls_ = 0;
   uint64_t next_event_ = kFixEventBase;
@@ -68,13 +73,21 @@ class TraceEditor {
   std::vector<uint64_t> used_events_;  // sorted
 };
 
-// Applying fixes at the record level, round after round, to a set of traces analysed together.
+// Applying fixes at the record level to a set of traces analysed together. A round edits the
+// traces and analyses them again. By default a round edits every occurrence of every
+// targeted finding (every racing call pair the analysis kept, which analyze_traces keeps all
+// of: an event recorded after the earlier call, waited on before the later one), so
+// one round usually removes them all and a second one only takes what the first uncovered:
+// the input is analysed once, the edited traces once per round.
 struct RecordFixOptions {
   std::vector<std::string> fingerprints;  // empty: every finding of the input
   std::string out_dir;                    // created; the edited traces are <stem>.fixed.srace
-  // Each round edits one occurrence of every targeted finding. 0 = as many rounds as the
-  // targeted findings have occurrences in total (plus one), enough for every one of them.
+  // The cap on rounds. 0 = as many rounds as the targeted findings have occurrences in total
+  // (plus one), enough for every one of them even one occurrence per round.
   uint32_t max_rounds = 0;
+  // The former method: each round edits only the first occurrence of every targeted finding
+  // (one analysis per occurrence on a trace whose edits order nothing else).
+  bool one_occurrence_per_round = false;
   bool keep_rounds = false;  // keep every round's traces (<stem>.round<N>.srace)
   // Called once the input is analysed and after each round's analysis: the rounds done, and
   // the targeted findings' occurrences still there against those of the input.

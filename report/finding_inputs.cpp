@@ -57,7 +57,9 @@ void add_result(analysis::AnalysisResult& into, analysis::AnalysisResult&& more)
   into.unanalysed_graph_launches += more.unanalysed_graph_launches;
 }
 
-analysis::AnalysisResult read_findings_json(const std::string& path) {
+}  // namespace
+
+analysis::AnalysisResult read_findings_document(const std::string& path) {
   std::string text = read_text(path);
   nlohmann::json j;
   try {
@@ -74,6 +76,8 @@ analysis::AnalysisResult read_findings_json(const std::string& path) {
     throw InputError(path + ": " + e.what());
   }
 }
+
+namespace {
 
 bool mentions_sanitizer(const std::string& text) {
   for (const char* mark : {"CSAN detected", "TORCH_CUDA_SANITIZER", "CUDA sanitizer", "torch/cuda/_sanitizer.py"})
@@ -169,7 +173,7 @@ LoadedFindings load_findings(const std::vector<std::string>& inputs, const LoadO
       throw InputError(e.what());
     }
   }
-  for (const auto& p : json_docs) add_result(out.result, read_findings_json(p));
+  for (const auto& p : json_docs) add_result(out.result, read_findings_document(p));
   for (const auto& p : csan_logs) add_result(out.result, read_csan(p));
   sort_findings(out.result.findings);
   return out;

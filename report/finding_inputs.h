@@ -35,6 +35,11 @@ struct LoadOptions {
 // Which kind of input `path` (a regular file) holds. Throws InputError for anything else.
 InputKind classify_input(const std::string& path);
 
+// Reads one streamrace findings document (the JSON report, "streamrace-findings" schema).
+// Throws InputError naming the file: unreadable, not JSON, another schema, a finding without
+// a fingerprint.
+analysis::AnalysisResult read_findings_document(const std::string& path);
+
 LoadedFindings load_findings(const std::vector<std::string>& inputs, const LoadOptions& opts = {});
 
 }  // namespace streamrace::report

@@ -16,14 +16,15 @@ all_match() {  # name regex file
   if [ -s "$3" ] && ! grep -qvE "$2" "$3"; then echo "ok   $1"; else echo "FAIL $1: lines not matching $2:"; cat "$3"; fail=1; fi
 }
 
-# replay trace --apply-fix: the rounds (capped at 3 here to keep the test short).
-"$sr" replay trace "$rec" --apply-fix all --max-rounds 3 --no-simulate -o "$tmp/f1" --progress >"$tmp/o1" 2>"$tmp/e1"
+# replay trace --apply-fix: the rounds, one occurrence per round so that there are several
+# (capped at 3 here to keep the test short).
+"$sr" replay trace "$rec" --apply-fix all --one-occurrence-per-round --max-rounds 3 --no-simulate -o "$tmp/f1" --progress >"$tmp/o1" 2>"$tmp/e1"
 check "replay trace --progress: exit 1 (the cap)" 1 $?
 check "replay trace --progress: the first line at once" \
   "streamrace: applying fixes   0% (round 0, 558 of 558 occurrences left)" "$(head -1 "$tmp/e1")"
 all_match "replay trace --progress: every line a round" \
   '^streamrace: applying fixes +[0-9]+% \(round [0-9]+, [0-9]+ of 558 occurrences left\)$' "$tmp/e1"
-"$sr" replay trace "$rec" --apply-fix all --max-rounds 3 --no-simulate -o "$tmp/f1" >"$tmp/o2" 2>"$tmp/e2"
+"$sr" replay trace "$rec" --apply-fix all --one-occurrence-per-round --max-rounds 3 --no-simulate -o "$tmp/f1" >"$tmp/o2" 2>"$tmp/e2"
 check "replay trace without --progress, no terminal: stderr empty" "" "$(cat "$tmp/e2")"
 check "replay trace: stdout the same with --progress" "" "$(diff "$tmp/o1" "$tmp/o2")"
 "$sr" replay trace "$src/tests/data/gpu/two_streams_racy" --apply-fix all -o "$tmp/f3" --progress >/dev/null 2>"$tmp/e3"
@@ -33,7 +34,7 @@ check "replay trace --progress: the simulator's traces too" "streamrace: simulat
 # On a terminal (script(1) gives the command one and keeps what it drew in a typescript):
 # after a second, redrawn in place, cleared at the end. 120 rounds take more than a second (2.6 s here).
 if command -v script >/dev/null; then
-  script -qec "'$sr' replay trace '$rec' --apply-fix all --max-rounds 120 --no-simulate -o '$tmp/f4' >/dev/null" \
+  script -qec "'$sr' replay trace '$rec' --apply-fix all --one-occurrence-per-round --max-rounds 120 --no-simulate -o '$tmp/f4' >/dev/null" \
     "$tmp/tty" >/dev/null 2>&1
   if grep -qaE $'\rstreamrace: applying fixes +[0-9]+% \\(round [0-9]+, [0-9]+ of 558 occurrences left\\)\x1b\\[K' "$tmp/tty" &&
      grep -qaF $'\x1b[K\r\x1b[K' "$tmp/tty"; then

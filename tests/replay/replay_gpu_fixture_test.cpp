@@ -128,6 +128,9 @@ TEST_P(GpuReplayFixture, ApplyFixRemovesTheNoneFindingsAndAddsNone) {
   fs::remove_all(out);
   replay::RecordFixOptions opts;
   opts.out_dir = out.string();
+  // The rounds and edits recorded in expected.json are the former method's (one occurrence per
+  // round); ApplyFixInOneRoundGivesTheSameVerdict below checks today's.
+  opts.one_occurrence_per_round = true;
   // The default cap (max_rounds 0): one round per occurrence of the targeted findings, plus one.
   auto r = replay::apply_record_fixes(traces_of(stage, "none"), opts);
   EXPECT_EQ(r.round_cap, 1u + 630u + 630u);
@@ -151,6 +154,30 @@ TEST_P(GpuReplayFixture, ApplyFixRemovesTheNoneFindingsAndAddsNone) {
   fs::remove_all(out);
 }
 
+// Every listed occurrence edited in one round: the same verdict as one occurrence per round.
+TEST_P(GpuReplayFixture, ApplyFixInOneRoundGivesTheSameVerdict) {
+  const std::string stage = GetParam();
+  const auto exp = expected(stage);
+  const auto& want = exp.at("apply_fix_none");
+  auto out = fs::temp_directory_path() / ("streamrace_gpu_replay_fix1_" + stage + "_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  replay::RecordFixOptions opts;
+  opts.out_dir = out.string();
+  auto r = replay::apply_record_fixes(traces_of(stage, "none"), opts);
+  std::set<std::string> want_removed;
+  for (const auto& fp : want.at("removed")) want_removed.insert(fp.get<std::string>());
+  EXPECT_EQ(std::set<std::string>(r.verdict.targeted.begin(), r.verdict.targeted.end()), want_removed);
+  EXPECT_EQ(std::set<std::string>(r.verdict.removed.begin(), r.verdict.removed.end()), want_removed);
+  EXPECT_TRUE(r.verdict.remaining.empty());
+  EXPECT_TRUE(r.verdict.introduced.empty());
+  EXPECT_TRUE(r.fixed());
+  EXPECT_TRUE(r.after.clean()) << r.after.findings.size() << " finding(s) after the fix";
+  EXPECT_EQ(r.rounds, 1u);
+  EXPECT_EQ(r.total_edits(), 1260u);  // every occurrence pair: 630 per finding
+  for (const auto& t : r.traces) EXPECT_TRUE(t.warnings.empty()) << t.source << ": " << t.warnings.front();
+  fs::remove_all(out);
+}
+
 INSTANTIATE_TEST_SUITE_P(Recorded, GpuReplayFixture, ::testing::Values("gpu-stage1", "gpu-stage2"),
                          [](const auto& info) { return info.param == "gpu-stage1" ? "Stage1" : "Stage2"; });
 
@@ -162,6 +189,7 @@ TEST(GpuReplayFixtureCap, PartialEditsAtTheRoundCapAddNoFinding) {
   replay::RecordFixOptions opts;
   opts.out_dir = out.string();
   opts.max_rounds = 32;
+  opts.one_occurrence_per_round = true;  // one round edits them all otherwise
   auto r = replay::apply_record_fixes(traces_of("gpu-stage1", "none"), opts);
   EXPECT_TRUE(r.hit_round_cap);
   EXPECT_FALSE(r.fixed());

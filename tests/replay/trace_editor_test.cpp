@@ -275,6 +275,50 @@ TEST(TraceEditor, ApplyingEveryFixToZeroStage12RemovesEveryFindingWithoutNewOnes
   o.out_dir = dir + "/fixed";
   auto res = apply_record_fixes(paths, o);
   // Two WAR findings (copy-back vs the next copy-in), counted per conflicting access pair (32
+  // and 16 over both ranks, half per rank). One round edits every listed pair on both ranks
+  // (999u distinct record/wait pairs per rank) and its analysis is the verdict.
+  ASSERT_EQ(res.before.findings.size(), 2u);
+  const uint64_t occ[2] = {32, 16};
+  for (size_t i = 0; i < 2; ++i) {
+    const auto& f = res.before.findings[i];
+    EXPECT_EQ(f.occurrences, occ[i]);
+    ASSERT_EQ(f.where.size(), 2u);
+    EXPECT_EQ(f.where[0].count, occ[i] / 2);
+    EXPECT_EQ(f.where[1].count, occ[i] / 2);
+  }
+  EXPECT_EQ(res.verdict.targeted.size(), res.before.findings.size());
+  EXPECT_EQ(res.verdict.removed.size(), res.before.findings.size());
+  EXPECT_TRUE(res.verdict.remaining.empty());
+  EXPECT_TRUE(res.verdict.introduced.empty());
+  EXPECT_TRUE(res.after.findings.empty());
+  EXPECT_FALSE(res.hit_round_cap);
+  EXPECT_TRUE(res.fixed());
+  EXPECT_EQ(res.rounds, 1u);
+  ASSERT_EQ(res.traces.size(), 2u);
+  EXPECT_EQ(res.traces[0].edits, 24u);
+  EXPECT_EQ(res.traces[1].edits, 24u);
+  for (const auto& t : res.traces) EXPECT_TRUE(fs::exists(t.edited)) << t.edited;
+  // Only the final traces stay in the output directory.
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(o.out_dir)) files += e.is_regular_file();
+  EXPECT_EQ(files, 2u);
+}
+
+TEST(TraceEditor, OneOccurrencePerRoundGivesTheSameVerdictInEightRounds) {
+  const std::string dir = temp_dir("zero-one-per-round");
+  std::vector<std::string> paths;
+  for (int r = 0; r < 2; ++r) {
+    paths.push_back(dir + "/rank" + std::to_string(r) + ".srace");
+    EmitOptions eo;
+    eo.steps = 2;
+    eo.precise_kernels = false;
+    emit_trace(make_zero_schedule(synthetic_bucket_config(ZeroFix::kNone, r)), paths.back(), eo);
+  }
+  RecordFixOptions o;
+  o.out_dir = dir + "/fixed";
+  o.one_occurrence_per_round = true;
+  auto res = apply_record_fixes(paths, o);
+  // Two WAR findings (copy-back vs the next copy-in), counted per conflicting access pair (32
   // and 16 over both ranks, half per rank). One edit orders several occurrences; one edit per
   // finding per round, in where[0]'s trace (rank 0 until it is clean, then rank 1): 8 rounds,
   // 8 edits per rank.
@@ -327,7 +371,8 @@ TEST(TraceEditor, AFindingThatOccursFiveTimesTakesFiveEdits) {
   RecordFixOptions o;
   o.out_dir = dir + "/fixed";
   auto res = apply_record_fixes({path}, o);
-  EXPECT_EQ(res.rounds, 5u);
+  // All five in one round (one analysis of the edited trace).
+  EXPECT_EQ(res.rounds, 1u);
   EXPECT_EQ(res.total_edits(), 5u);
   EXPECT_TRUE(res.fixed());
   EXPECT_TRUE(res.after.findings.empty());
@@ -340,6 +385,15 @@ TEST(TraceEditor, AFindingThatOccursFiveTimesTakesFiveEdits) {
   EXPECT_EQ(records, 5u);
   EXPECT_EQ(waits, 5u);
   EXPECT_EQ(got.header.extra.at("streamrace_fix_edits"), "5");
+
+  // The former method takes a round per occurrence: the same five edits in five rounds.
+  o.out_dir = dir + "/one-per-round";
+  o.one_occurrence_per_round = true;
+  auto slow = apply_record_fixes({path}, o);
+  EXPECT_EQ(slow.rounds, 5u);
+  EXPECT_EQ(slow.total_edits(), 5u);
+  EXPECT_TRUE(slow.fixed());
+  EXPECT_EQ(slow.verdict.removed, res.verdict.removed);
 
   // The round cap stops the loop and says so.
   o.out_dir = dir + "/capped";

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# `replay trace --apply-fix all` on the bundled DeepSpeed recording (2 findings, 558
+# occurrences): every occurrence edited in one round, the same edits per trace and the same
+# verdict as the former one-occurrence-per-round method (280 rounds), and edited traces that
+# analyse clean; --one-occurrence-per-round still stops at its round cap.
+#   apply_fix_one_pass_test.sh STREAMRACE TRACE_DIR
+set -u
+sr=$1 rec=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+check() {  # name want got
+  if [ "$2" == "$3" ]; then echo "ok   $1"; else echo "FAIL $1:"; echo "  want: $2"; echo "  got:  $3"; fail=1; fi
+}
+"$sr" replay trace "$rec" --apply-fix all -o "$tmp/fixed" >"$tmp/o1" 2>"$tmp/e1"
+check "one pass: exit 0" 0 $?
+check "one pass: the report" "streamrace replay: 2 trace(s), 2 finding(s) before, 2 targeted
+trace          edits  simulator before                  simulator after
+----------------------------------------------------------------------------------------
+vm-1230.srace  278    not simulated (1002438745 cells)  not simulated (1002438745 cells)
+vm-1231.srace  280    not simulated (1002438745 cells)  not simulated (1002438745 cells)
+record-level edits: 558 in 1 round(s)
+analyzer after the edits: 0 finding(s); removed 2, remaining 0, new 0
+edited traces in $tmp/fixed
+verdict: fixed" "$(cat "$tmp/o1")"
+check "one pass: stderr empty" "" "$(cat "$tmp/e1")"
+check "one pass: only the final traces stay" "vm-1230.fixed.srace vm-1231.fixed.srace" "$(ls "$tmp/fixed" | tr '\n' ' ' | sed 's/ $//')"
+"$sr" analyze "$tmp/fixed" >"$tmp/a1" 2>&1
+check "the edited traces analyse clean: exit 0" 0 $?
+check "the edited traces analyse clean: summary" "SUMMARY: streamrace: 0 races (0 certain, 0 possible) in 2 traces" \
+  "$(tail -1 "$tmp/a1")"
+"$sr" replay trace "$rec" --apply-fix 736476b4ff4c71e1 --no-simulate -f json -o "$tmp/one" >"$tmp/j1" 2>&1
+check "one fingerprint, JSON: exit 0" 0 $?
+# The former method: the same edits per trace and verdict, in 280 rounds.
+check "one fingerprint, JSON: rounds, edits, removed, new, verdict, findings after" \
+  '1 [120,160] ["736476b4ff4c71e1"] [] fixed 1' \
+  "$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["rounds"], json.dumps([t["edits"] for t in j["traces"]], separators=(",",":")), json.dumps(j["removed"]), json.dumps(j["introduced"]), j["verdict"], j["findings_after"])' "$tmp/j1")"
+"$sr" replay trace "$rec" --apply-fix all --one-occurrence-per-round --max-rounds 5 --no-simulate -o "$tmp/slow" \
+  >"$tmp/o2" 2>&1
+check "one occurrence per round, capped at 5: exit 1" 1 $?
+check "one occurrence per round, capped at 5: edits" "record-level edits: 10 in 5 round(s) (stopped at the cap of 5 rounds)" \
+  "$(grep '^record-level edits' "$tmp/o2")"
+exit $fail
