@@ -280,7 +280,13 @@ class HtmlWriter {
     // accesses to a little after the last (times relative to its earlier access); ops outside
     // the window are not drawn. One shared scale would squash a rank whose ops are µs apart
     // next to one waiting hundreds of ms (the first step's collective).
-    auto rel = [](const TimelineOp* op, uint64_t t) { return static_cast<int64_t>(t) - static_cast<int64_t>(op->start_ns); };
+    // Times come from the trace: clamped to ±2^61 ns (73 years) so that no sum or difference
+    // below can overflow, whatever a (hostile) file holds.
+    auto rel = [](const TimelineOp* op, uint64_t t) {
+      constexpr __int128 kMax = __int128(1) << 61;
+      __int128 d = __int128(t) - __int128(op->start_ns);
+      return static_cast<int64_t>(std::clamp(d, -kMax, kMax));
+    };
     constexpr double kPad = 1.5;  // % on each side
     constexpr double kRankH = 18, kLaneH = 34, kAxisH = 26;
     double height = 8;
