@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "analyzer/analyzer.h"
+#include "analyzer/confirmation.h"
 #include "cli/command_registry.h"
 #include "report/closing_summary.h"
 #include "report/output_file.h"
@@ -28,7 +29,6 @@
 #include "traceformat/trace_file.h"
 #include "tracer/tracer_settings.h"
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
-#include "analyzer/confirmation.h"
 #include "cli/precise_kernels.h"
 #include "tracer/precise/kernel_selection.h"
 #endif
