@@ -196,6 +196,9 @@ int run_check(const CheckArgs& a) {
   // The verdict, with every suppression's count and every unused suppression.
   std::ostringstream s;
   bool failed = !a.update_baseline && !fresh.empty();
+  // Input that was not (wholly) analysed cannot pass: a trace whose CUDA calls were not
+  // captured, or CUDA graph launches run without their nodes (as analyze and run: exit 2).
+  const bool no_verdict = !a.update_baseline && !failed && (result.blind_traces() || result.partial());
   if (a.update_baseline) {
     s << fmt::format("streamrace check: wrote {} with {}", a.baseline, plural(result.findings.size(), "finding"));
   } else {
@@ -203,7 +206,7 @@ int run_check(const CheckArgs& a) {
     if (ro.have_baseline) s << fmt::format(", {} baselined", known.size());
   }
   s << fmt::format(", {} suppressed", suppressed);
-  s << (failed ? " - FAILED\n" : " - passed\n");
+  s << (failed ? " - FAILED\n" : no_verdict ? " - NO VERDICT (input not wholly analysed)\n" : " - passed\n");
   if (!a.update_baseline) {
     size_t listed = 0;
     for (const auto* f : fresh) {
@@ -230,7 +233,7 @@ int run_check(const CheckArgs& a) {
     if (n.level != "info") s << "  " << n.level << ": " << (n.trace.empty() ? "" : n.trace + ": ") << n.text << "\n";
   (summary_to_stderr ? std::cerr : std::cout) << s.str();
   std::cout << closing;
-  return failed ? a.error_exitcode : kExitClean;
+  return failed ? a.error_exitcode : no_verdict ? kExitBadInput : kExitClean;
 }
 
 RegisterCommand reg("check", 30, [](CLI::App& app) -> std::function<int()> {

@@ -118,7 +118,7 @@ int run_merge(const MergeArgs& a) {
   // No trace is read: Perfetto and HTML draw the findings without the ops around them.
   if (!write_report_outputs("merge", outs, a.out, result, ro)) return kExitBadInput;
   if (!result.findings.empty()) return a.error_exitcode;
-  if (result.blind_traces()) return kExitBadInput;
+  if (result.blind_traces() || result.partial()) return kExitBadInput;
   return kExitClean;
 }
 

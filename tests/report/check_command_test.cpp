@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report_test_support.h"
+#include "traceformat/trace_builder.h"
 
 namespace streamrace {
 namespace {
@@ -159,6 +160,30 @@ TEST_F(CheckCommand, SarifToStdoutKeepsTheVerdictOnStderr) {
   auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc["version"], "2.1.0");
   EXPECT_EQ(r.err.substr(0, r.err.find('\n')), "streamrace check: 1 new finding, 0 suppressed - FAILED");
+}
+
+// Input that was not wholly analysed never passes: a CUDA graph launch run without its nodes
+// (partial verdict) and a trace whose CUDA calls were not captured (another tool held CUPTI).
+TEST_F(CheckCommand, UnanalysedInputGivesNoVerdictNotAPass) {
+  std::filesystem::create_directories(dir_.path() / "graph");
+  {
+    trace::TraceBuilder b(dir_.file("graph/rank0.srace"), trace::TraceBuilder::default_header(0));
+    const uint64_t s = b.create_stream();
+    b.graph_launch(s);  // an exec the trace never saw instantiated from a capture
+  }
+  auto r = streamrace("check graph --no-color");
+  EXPECT_EQ(r.status, 2) << r.out << r.err;
+  EXPECT_NE(r.out.find("\nstreamrace check: 0 new findings, 0 suppressed - NO VERDICT (input not wholly analysed)\n"),
+            std::string::npos)
+      << r.out;
+  std::filesystem::copy(std::string(STREAMRACE_SOURCE_DIR) + "/tests/data/gpu/cupti_busy_racy", dir_.path() / "blind");
+  auto b = streamrace("check blind --no-color");
+  EXPECT_EQ(b.status, 2) << b.out << b.err;
+  EXPECT_NE(b.out.find("\nstreamrace check: 0 new findings, 0 suppressed - NO VERDICT (input not wholly analysed)\n"),
+            std::string::npos)
+      << b.out;
+  auto fixed = streamrace("check fixed");  // analysed whole and clean: still passes
+  EXPECT_EQ(fixed.status, 0) << fixed.out;
 }
 
 TEST_F(CheckCommand, MalformedInputsExitTwoNamingTheFile) {
