@@ -199,6 +199,20 @@ struct PreciseSetting {
 };
 
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+// Writes the kernels precise mode is to patch, one per line (STREAMRACE_PRECISE=names:FILE);
+// false (said on stderr) when the file cannot be written.
+bool write_kernel_list(const std::string& path, const std::set<std::string>& kernels) {
+  std::string text;
+  for (const auto& k : kernels) text += k + "\n";
+  try {
+    report::write_output_file(path, text);
+  } catch (const report::OutputError& e) {
+    std::cerr << "streamrace run: error: " << e.what() << "\n";
+    return false;
+  }
+  return true;
+}
+
 PreciseSetting resolve_precise(const RunArgs& a, const std::set<std::string>& earlier_traces, const std::string& dir) {
   namespace pr = streamrace::tracer::precise;
   PreciseSetting out;
@@ -254,12 +268,7 @@ PreciseSetting resolve_precise(const RunArgs& a, const std::set<std::string>& ea
     return out;
   }
   const std::string list = dir + "/precise-kernels.txt";
-  std::string text;
-  for (const auto& k : kernels) text += k + "\n";
-  try {
-    report::write_output_file(list, text);
-  } catch (const report::OutputError& e) {
-    std::cerr << "streamrace run: error: " << e.what() << "\n";
+  if (!write_kernel_list(list, kernels)) {
     out.exit_status = kExitBadInput;
     return out;
   }
@@ -503,14 +512,7 @@ int run_traced(RunArgs a) {
     return kExitBadInput;
   }
   const std::string list = confirm_dir + "/precise-kernels.txt";
-  std::string text;
-  for (const auto& k : kernels) text += k + "\n";
-  try {
-    report::write_output_file(list, text);
-  } catch (const report::OutputError& e) {
-    std::cerr << "streamrace run: error: " << e.what() << "\n";
-    return kExitBadInput;
-  }
+  if (!write_kernel_list(list, kernels)) return kExitBadInput;
   std::cerr << "streamrace run --confirm: " << first_result.findings.size() << " finding"
             << (first_result.findings.size() == 1 ? "" : "s") << " in the default run; running the command again "
             << "with precise mode on the " << kernels.size() << " kernel" << (kernels.size() == 1 ? "" : "s")
