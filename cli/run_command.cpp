@@ -63,6 +63,7 @@ const char* run_option_of(const TracerSetting& s) {
   static const std::map<std::string, const char*> options = {
       {"out", "-o DIR"},
       {"stacks", "--stacks MODE"},
+      {"python_sites", "--python-sites 0|1|2"},
       {"timing", "--timing"},
       {"torch_allocator", "--torch-allocator 0|1"},
       {"disable", ""},
@@ -547,6 +548,11 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                                "the report timelines; costs about as much again as the rest of the tracer "
                                "(STREAMRACE_TIMING=1)");
   auto* stacks = sub->add_option("--stacks", "Call stacks: auto (default), native, python or none (STREAMRACE_STACKS)")->type_name("MODE");
+  auto* python_sites =
+      sub->add_option("--python-sites",
+                      "0: every Python stack through the C API; 1 (default): a repeated call site reuses its first "
+                      "stack; 2: and print the counts at exit (STREAMRACE_PYTHON_SITES)")
+          ->type_name("0|1|2");
   auto* torch_allocator =
       sub->add_option("--torch-allocator",
                       "0 leaves PyTorch's caching allocator unobserved: kernel extents then reach to the end of "
@@ -581,14 +587,14 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("command", args->command, "The command to trace, after --")->required();
   sub->footer(settings_help());
   group_advanced(*sub, {"--precise-start", "--precise-patches", "--precise-module-filter", "--precise-debug",
-                        "--force-output", "--precise-from", "--torch-allocator", "--keep-going"});
+                        "--force-output", "--precise-from", "--torch-allocator", "--python-sites", "--keep-going"});
   return [=]() {
     args->precise_requested = precise->count() > 0;
     auto& st = args->settings;
     if (sub->get_option("-o")->count()) st["out"] = args->out_dir;
     if (timing->count()) st["timing"] = "1";
     if (precise_debug->count()) st["precise_debug"] = "1";
-    for (auto [key, opt] : {std::pair{"stacks", stacks}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
+    for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
                             {"precise_patches", precise_patches}, {"precise_module_filter", module_filter}})
       if (opt->count()) st[key] = opt->as<std::string>();
     return run_traced(*args);

@@ -2,7 +2,10 @@
 #include "tracer/python_frames.h"
 
 #include <dlfcn.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <string>
 
 namespace streamrace::tracer {
@@ -37,6 +40,33 @@ bool find(F& fn, const char* name) {
   fn = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
   return fn != nullptr;
 }
+
+// Reads n bytes at addr without faulting: process_vm_readv on this process reports a bad
+// address as an error. Used only while a frame layout is still being checked.
+bool safe_read(const void* addr, void* out, size_t n) {
+  iovec local{out, n};
+  iovec remote{const_cast<void*>(addr), n};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == ssize_t(n);
+}
+
+template <typename T>
+bool load(const char* base, int offset, bool safe, T& out) {
+  if (base == nullptr) return false;
+  const char* at = base + offset;
+  if (safe) return safe_read(at, &out, sizeof out);
+  std::memcpy(&out, at, sizeof out);
+  return true;
+}
+
+inline uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h * 0xBF58476D1CE4E5B9ull;
+}
+
+// Raw frames walked for a key: the C API skips frames that have not started (3.11, 3.12)
+// and C-stack entry frames (3.12), so a key covers more raw frames than the stack keeps.
+constexpr size_t kRawFramesPerFrame = 4;
+constexpr size_t kRawCodesChecked = 256;
 }  // namespace
 
 bool PythonFrames::resolve() {
@@ -51,7 +81,98 @@ bool PythonFrames::resolve() {
   find(gil_ensure_, "PyGILState_Ensure");
   find(gil_release_, "PyGILState_Release");
   if (!find(is_finalizing_, "Py_IsFinalizing")) find(is_finalizing_, "_Py_IsFinalizing");
+  // Frame layouts of the versions known here (CPython's Include/cpython/pystate.h and
+  // Include/internal/pycore_frame.h of each version; checked at run time before use).
+  const auto* version = reinterpret_cast<const unsigned long*>(dlsym(RTLD_DEFAULT, "Py_Version"));
+  if (ok && version != nullptr && unchecked_get_ != nullptr) {
+    const unsigned major = (*version >> 24) & 0xFF, minor = (*version >> 16) & 0xFF;
+    if (major == 3 && minor == 11) {
+      layout_ = RawLayout{56, 8, 32, 48, 56, 69};  // cframe; use_tracing first; f_func first
+      raw_state_ = kRawChecking;
+    } else if (major == 3 && minor == 12) {
+      layout_ = RawLayout{56, 0, 0, 8, 56, 70};  // cframe; f_code first
+      raw_state_ = kRawChecking;
+    }
+  }
   return ok;
+}
+
+const char* PythonFrames::site_key_state() const {
+  switch (raw_state_.load(std::memory_order_relaxed)) {
+    case kRawOn: return "on";
+    case kRawChecking: return "checking";
+    default: return "off";
+  }
+}
+
+bool PythonFrames::raw_walk(PyObj ts, bool safe, SiteKey& key, const void** codes, size_t& ncodes, size_t max) {
+  const char* cframe = nullptr;
+  const char* frame = nullptr;
+  if (!load(static_cast<const char*>(ts), layout_.ts_cframe, safe, cframe) ||
+      !load(cframe, layout_.cframe_frame, safe, frame))
+    return false;
+  uint64_t a = 0x243F6A8885A308D3ull, b = 0x13198A2E03707344ull;
+  size_t n = 0;
+  ncodes = 0;
+  for (; frame != nullptr && n < max; ++n) {
+    const char* code = nullptr;
+    const char* instr = nullptr;
+    const char* previous = nullptr;
+    char owner = 0;
+    if (!load(frame, layout_.f_code, safe, code) || !load(frame, layout_.f_instr, safe, instr) ||
+        !load(frame, layout_.f_owner, safe, owner) || !load(frame, layout_.f_previous, safe, previous))
+      return false;
+    a = mix(a, reinterpret_cast<uint64_t>(code));
+    a = mix(a, reinterpret_cast<uint64_t>(instr) ^ (uint64_t(uint8_t(owner)) << 56));
+    b = mix(b ^ reinterpret_cast<uint64_t>(instr), reinterpret_cast<uint64_t>(code) + n);
+    if (codes != nullptr && ncodes < kRawCodesChecked) codes[ncodes++] = code;
+    frame = previous;
+  }
+  key = SiteKey{a, mix(b, n)};
+  return true;
+}
+
+bool PythonFrames::frames_readable(PyObj ts, bool& held) {
+  // Whether this thread holds the GIL now. PyGILState_Check answers 1 when GIL checking is
+  // off, so where the running thread state can be read, that decides.
+  held = unchecked_get_ != nullptr ? unchecked_get_() == ts : gil_check_() != 0;
+  if (held) return true;
+  return t_may_take_gil && gil_ensure_ != nullptr && gil_release_ != nullptr &&
+         !(is_finalizing_ != nullptr && is_finalizing_());
+}
+
+bool PythonFrames::site_key(SiteKey& key) {
+  if (raw_state_.load(std::memory_order_relaxed) != kRawOn || !available() || !is_initialized_()) return false;
+  PyObj ts = this_thread_state_();
+  bool held = false;
+  if (ts == nullptr || !frames_readable(ts, held)) return false;
+  size_t ncodes = 0;
+  return raw_walk(ts, false, key, nullptr, ncodes, kRawFramesPerFrame * 64);
+}
+
+void PythonFrames::check_raw_layout(PyObj ts, const void* const* api_codes, size_t napi, bool truncated) {
+  if (raw_state_.load(std::memory_order_relaxed) != kRawChecking || napi == 0) return;
+  const void* raw[kRawCodesChecked];
+  size_t nraw = 0;
+  SiteKey key;
+  bool ok = raw_walk(ts, true, key, raw, nraw, kRawCodesChecked);
+  // The API's code objects must be the raw chain's, in order (the raw chain may hold more:
+  // frames not yet started, entry frames); the innermost complete frame comes first in both.
+  size_t j = 0;
+  for (size_t i = 0; ok && i < napi; ++i) {
+    while (j < nraw && raw[j] != api_codes[i]) ++j;
+    if (j == nraw) ok = truncated && nraw == kRawCodesChecked && i > 0;  // raw list ran out: fine only if cut
+    if (j == nraw) break;
+    ++j;
+  }
+  if (!ok) {
+    raw_state_.store(kRawOff, std::memory_order_relaxed);
+    return;
+  }
+  if (raw_checks_.fetch_add(1, std::memory_order_relaxed) + 1 >= kRawChecksNeeded) {
+    int expected = kRawChecking;
+    raw_state_.compare_exchange_strong(expected, kRawOn, std::memory_order_relaxed);
+  }
 }
 
 bool PythonFrames::available() {
@@ -102,16 +223,9 @@ size_t PythonFrames::capture(std::vector<trace::StackFrame>& out, size_t max_fra
   // This thread's Python state: null for threads that never ran Python.
   PyObj ts = this_thread_state_();
   if (ts == nullptr) return 0;
-  // Whether this thread holds the GIL now. PyGILState_Check answers 1 when GIL checking is
-  // off, so where the running thread state can be read, that decides.
-  bool held = unchecked_get_ != nullptr ? unchecked_get_() == ts : gil_check_() != 0;
-  int gil_state = -1;
-  if (!held) {
-    if (!t_may_take_gil || gil_ensure_ == nullptr || gil_release_ == nullptr ||
-        (is_finalizing_ != nullptr && is_finalizing_()))
-      return 0;
-    gil_state = gil_ensure_();
-  }
+  bool held = false;
+  if (!frames_readable(ts, held)) return 0;
+  int gil_state = held ? -1 : gil_ensure_();
   struct Release {
     PythonFrames* self;
     int state;
@@ -121,9 +235,13 @@ size_t PythonFrames::capture(std::vector<trace::StackFrame>& out, size_t max_fra
   } release{this, gil_state};
   size_t n = 0;
   ThreadFrameCache& cache = thread_cache(this);
+  const bool checking = raw_state_.load(std::memory_order_relaxed) == kRawChecking;
+  thread_local std::vector<const void*> api_codes;
+  api_codes.clear();
   PyObj frame = get_frame_(ts);  // new reference or NULL
   while (frame != nullptr && n < max_frames) {
     PyObj code = frame_code_(frame);  // new reference
+    if (checking) api_codes.push_back(code);
     CodeNames names;
     if (auto it = cache.names.find(code); it != cache.names.end()) {
       names = CodeNames{it->second.first, it->second.second};
@@ -157,7 +275,9 @@ size_t PythonFrames::capture(std::vector<trace::StackFrame>& out, size_t max_fra
     decref_(frame);
     frame = back;
   }
+  const bool truncated = frame != nullptr;
   if (frame != nullptr) decref_(frame);
+  if (checking) check_raw_layout(ts, api_codes.data(), api_codes.size(), truncated);
   return n;
 }
 

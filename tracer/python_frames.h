@@ -6,6 +6,17 @@
 // different code object. Each thread also keeps its own copy of those names and of the line
 // of each (code object, instruction offset) it saw: computing a line walks the code's line
 // table, and a training step makes the same calls from the same lines thousands of times.
+//
+// Call sites (site_key): on CPython versions whose frame layout is known (3.11 and 3.12), the
+// calling thread's interpreter frames are read directly, without the C API and without the
+// GIL, and hashed into a key of the call site; StackCapture then reuses the stack it interned
+// the first time it saw that key, so a repeated call costs a pointer walk, not a C-API walk
+// and a GIL hand-over. Reading one's own frames without the GIL is safe: only the thread
+// itself pushes or pops its frames, and it is inside this call; the code objects are owned
+// by those frames. The layout is trusted only after run-time checks: the first walks read
+// memory with a copying system call that cannot fault, and their frames must match the C
+// API's walk (codes in order) several times; StackCapture keeps comparing a sample of later
+// hits with the C API's answer. Any disagreement turns the fast path off for the process.
 #pragma once
 
 #include <atomic>
@@ -41,6 +52,20 @@ class PythonFrames {
   // Appends up to `max_frames` frames; returns how many. 0 without Python or the GIL.
   size_t capture(std::vector<trace::StackFrame>& out, size_t max_frames);
 
+  // The calling thread's Python call site, read without the GIL (see above).
+  struct SiteKey {
+    uint64_t a = 0, b = 0;
+    bool operator==(const SiteKey&) const = default;
+  };
+  // False when no key can be made: the fast path is not (yet) trusted or not known for this
+  // Python, or capture() would give no frames (no thread state, the GIL neither held nor
+  // allowed to be taken back).
+  bool site_key(SiteKey& key);
+  // A cached stack disagreed with the C API's walk: the fast path goes off for good.
+  void site_key_mismatch() { raw_state_.store(kRawOff, std::memory_order_relaxed); }
+  // For tests and diagnostics: "off" (unknown Python or turned off), "checking", "on".
+  const char* site_key_state() const;
+
  private:
   struct CodeNames {
     uint32_t file_id;
@@ -49,6 +74,26 @@ class PythonFrames {
   using PyObj = void*;
   bool resolve();
   CodeNames names_of(PyObj code);
+  // Whether this thread may read its Python frames now (the checks capture() makes first).
+  bool frames_readable(PyObj ts, bool& held);
+  // Walks the raw frame chain from thread state `ts`; `safe` reads through a system call
+  // that reports a bad address instead of faulting. Fills codes (innermost first, up to
+  // `max`) and the key; false if a read failed or the layout is unknown.
+  bool raw_walk(PyObj ts, bool safe, SiteKey& key, const void** codes, size_t& ncodes, size_t max);
+  // Compares the API walk's code objects with the raw walk's (called in capture()).
+  void check_raw_layout(PyObj ts, const void* const* api_codes, size_t napi, bool truncated);
+
+  // Offsets into CPython's PyThreadState, _PyCFrame and _PyInterpreterFrame, by version.
+  struct RawLayout {
+    int ts_cframe = -1;    // PyThreadState::cframe
+    int cframe_frame = 0;  // _PyCFrame::current_frame
+    int f_code = 0, f_previous = 0, f_instr = 0, f_owner = 0;
+  };
+  static constexpr int kRawOff = -1, kRawChecking = 0, kRawOn = 1;
+  static constexpr int kRawChecksNeeded = 8;
+  RawLayout layout_;
+  std::atomic<int> raw_state_{kRawOff};
+  std::atomic<int> raw_checks_{0};
 
   StringTable& strings_;
   std::atomic<bool> tried_{false};

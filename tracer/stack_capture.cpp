@@ -5,7 +5,9 @@
 #include <link.h>
 
 #include <cstring>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -43,11 +45,68 @@ uint32_t StackCapture::capture() {
   return 0;
 }
 
-uint32_t StackCapture::capture_python() {
+namespace {
+// The calling thread's stacks by Python call site (PythonFrames::site_key), for one
+// StackCapture. Each entry counts its uses so a sample of hits is checked against the C API.
+struct SiteCache {
+  const void* owner = nullptr;
+  struct Hash {
+    size_t operator()(const PythonFrames::SiteKey& k) const { return size_t(k.a ^ (k.b >> 1)); }
+  };
+  struct Entry {
+    uint32_t id;
+    uint32_t uses;
+  };
+  std::unordered_map<PythonFrames::SiteKey, Entry, Hash> by_site;
+};
+constexpr size_t kSiteCacheLimit = 1 << 15;
+
+SiteCache& site_cache(const void* owner) {
+  thread_local SiteCache c;
+  if (c.owner != owner || c.by_site.size() > kSiteCacheLimit) {
+    c = SiteCache{};
+    c.owner = owner;
+  }
+  return c;
+}
+
+// Hits checked against the C API's walk: the first two of each site, then one in 128.
+bool check_hit(uint32_t uses) { return uses < 2 || (uses & 127) == 0; }
+}  // namespace
+
+uint32_t StackCapture::capture_python_walk() {
   thread_local std::vector<trace::StackFrame> frames;
   frames.clear();
   if (python_.capture(frames, max_frames_) == 0) return 0;
   return stacks_.intern_frames(frames);
+}
+
+uint32_t StackCapture::capture_python() {
+  PythonFrames::SiteKey key;
+  if (!python_sites_ || !python_.site_key(key)) return capture_python_walk();
+  SiteCache& cache = site_cache(this);
+  auto it = cache.by_site.find(key);
+  if (it != cache.by_site.end()) {
+    const uint32_t uses = it->second.uses++;
+    site_hits_.fetch_add(1, std::memory_order_relaxed);
+    if (!check_hit(uses)) return it->second.id;
+    const uint32_t id = capture_python_walk();
+    if (id != it->second.id) {
+      python_.site_key_mismatch();
+      site_mismatches_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return id;
+  }
+  const uint32_t id = capture_python_walk();
+  site_misses_.fetch_add(1, std::memory_order_relaxed);
+  if (id != 0) cache.by_site.emplace(key, SiteCache::Entry{id, 1});
+  return id;
+}
+
+std::string StackCapture::python_sites_summary() const {
+  return std::string("python call sites: ") + (python_sites_ ? python_.site_key_state() : "disabled") + ", " +
+         std::to_string(site_hits_.load()) + " hits, " + std::to_string(site_misses_.load()) + " misses, " +
+         std::to_string(site_mismatches_.load()) + " mismatches";
 }
 
 namespace {

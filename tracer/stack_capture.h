@@ -4,7 +4,9 @@
 // top so the first frame is the caller's.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -28,9 +30,15 @@ class StackCapture {
   // Interned id of the caller's stack; 0 when none could be taken.
   uint32_t capture();
   StackMode mode() const { return mode_; }
+  // Whether a repeated Python call site reuses its first stack (PythonFrames::site_key); on
+  // by default (setting python_sites).
+  void set_python_sites(bool on) { python_sites_ = on; }
+  // "python call sites: on, H hits, M misses, X mismatches", for diagnostics and tests.
+  std::string python_sites_summary() const;
 
  private:
   uint32_t capture_python();
+  uint32_t capture_python_walk();
   uint32_t capture_native();
   void find_internal_modules();
   bool internal_pc(uint64_t pc) const;
@@ -41,6 +49,9 @@ class StackCapture {
   size_t max_frames_;
   bool strip_own_;
   bool modules_known_ = false;
+  bool python_sites_ = true;
+  // Relaxed counters (approximate under threads: diagnostics only).
+  std::atomic<uint64_t> site_hits_{0}, site_misses_{0}, site_mismatches_{0};
   std::vector<std::pair<uint64_t, uint64_t>> internal_;  // [begin, end) of tracer/CUPTI/driver code
 };
 

@@ -187,6 +187,7 @@ void TracerProcess::create_core_locked() {
   opts.header_provider = [this] { return make_header(); };
   recorder_ = new TraceRecorder(opts);
   stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
+  stacks_->set_python_sites(tracer_setting("python_sites").value_or("1") != "0");
   auto* handler = new CudaCallHandler(*recorder_, allocs_, driver_, stacks_);
   if (TorchAllocatorHook::enabled_by_env()) handler->set_torch_allocator_hook(new TorchAllocatorHook(*handler));
   handler_.store(handler);
@@ -377,6 +378,8 @@ void TracerProcess::at_exit() {
     }
 #endif
   }
+  if (stacks_ != nullptr && tracer_setting("python_sites").value_or("1") == "2")
+    std::fprintf(stderr, "streamrace (pid %d): %s\n", int(getpid()), stacks_->python_sites_summary().c_str());
   recorder_->close();
 }
 
@@ -404,6 +407,7 @@ void TracerProcess::after_fork_in_child() {
   opts.header_provider = [this] { return make_header(); };
   recorder_ = new TraceRecorder(opts);
   stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
+  stacks_->set_python_sites(tracer_setting("python_sites").value_or("1") != "0");
   h->set_recorder(*recorder_);
   h->set_stacks(stacks_);
   exited_.store(false);

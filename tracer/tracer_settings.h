@@ -30,6 +30,9 @@ inline constexpr TracerSetting kTracerSettings[] = {
     {"out", "STREAMRACE_OUT", "DIR", "streamrace-traces under run, else .", "directory for the <host>-<pid>.srace traces"},
     {"stacks", "STREAMRACE_STACKS", "auto|native|python|none", "auto",
      "call stacks: Python frames in threads that run Python, native return addresses in others"},
+    {"python_sites", "STREAMRACE_PYTHON_SITES", "0|1|2", "1",
+     "a repeated Python call site reuses its first stack (frames read directly, checked against the C API; "
+     "CPython 3.11/3.12); 2: also print the counts on stderr at exit"},
     {"timing", "STREAMRACE_TIMING", "0|1", "0", "device timestamps (CUPTI activity records) for `streamrace overlap`"},
     {"torch_allocator", "STREAMRACE_TORCH_ALLOCATOR", "0|1", "1",
      "PyTorch's caching allocator observed (block events: kernel extents end at the tensor's block)"},

@@ -285,5 +285,70 @@ TEST_F(PreloadTest, CallsFromPythonCarryPythonStacks) {
   EXPECT_EQ(t.stacks.at(bc.call.stack_id)[0].function_id, frames[0].function_id);
 }
 
+// A repeated Python call site reuses its first stack (the call-site cache reads the frames
+// without the C API); calls from other lines, other callers or generator frames must still
+// get their own stacks, with the GIL held (ctypes.PyDLL) and released (ctypes.CDLL, as
+// PyTorch's ops release it), and the cache must have been used with no disagreement.
+TEST_F(PreloadTest, RepeatedPythonCallSitesKeepTheirOwnStacks) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  fs::path script = base_ / "sites.py";
+  {
+    std::ofstream py(script);
+    py << "import ctypes, sys\n"                                                          // 1
+          "lib = (ctypes.PyDLL if sys.argv[2] == 'held' else ctypes.CDLL)(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
+          "def leaf():\n"                                                                 // 3
+          "    return lib.fake_framework_run()\n"                                         // 4
+          "def via_g():\n"                                                                // 5
+          "    return leaf()\n"                                                           // 6
+          "def via_h():\n"                                                                // 7
+          "    return leaf()\n"                                                           // 8
+          "def gen():\n"                                                                  // 9
+          "    while True:\n"                                                             // 10
+          "        yield lib.fake_framework_run()\n"                                      // 11
+          "g = gen()\n"                                                                   // 12
+          "for i in range(30):\n"                                                         // 13
+          "    lib.fake_framework_run()\n"                                                // 14
+          "    via_g()\n"                                                                 // 15
+          "    lib.fake_framework_run()\n"                                                // 16
+          "    via_h()\n"                                                                 // 17
+          "    next(g)\n"                                                                 // 18
+          "print(sys.version_info[0] * 100 + sys.version_info[1])\n";
+  }
+  for (const char* gil : {"held", "released"}) {
+    SCOPED_TRACE(gil);
+    fs::remove_all(traces_);
+    fs::create_directories(traces_);
+    auto r = run("FAKE_NCCL_LOG=/dev/null STREAMRACE_PYTHON_SITES=2",
+                 "python3 '" + script.string() + "' '" SR_FAKE_FRAMEWORK "' " + gil);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const int version = std::atoi(r.out.c_str());
+    if (version == 311 || version == 312) {
+      EXPECT_NE(r.err.find("python call sites: on, "), std::string::npos) << r.err;
+      EXPECT_NE(r.err.find(" 0 mismatches"), std::string::npos) << r.err;
+    }
+    auto files = trace_files();
+    ASSERT_EQ(files.size(), 1u);
+    auto t = read_trace(files[0].string());
+    auto calls = t.of(RecordKind::kNcclCall);
+    // 4 NCCL calls per run; 5 runs per iteration; 30 iterations.
+    ASSERT_EQ(calls.size(), 4u * 5 * 30);
+    // Innermost line and the caller's line of each run, in loop order.
+    const std::vector<std::pair<uint32_t, uint32_t>> expected = {{14, 0}, {4, 6}, {16, 0}, {4, 8}, {11, 18}};
+    for (size_t i = 0; i < calls.size(); i += 4) {
+      const auto& want = expected[(i / 4) % expected.size()];
+      auto c = calls[i].as<trace::NcclCall>();
+      ASSERT_NE(c.call.stack_id, 0u) << "call " << i;
+      const auto& frames = t.stacks.at(c.call.stack_id);
+      ASSERT_GE(frames.size(), want.second != 0 ? 2u : 1u) << "call " << i;
+      EXPECT_EQ(frames[0].line, want.first) << "call " << i;
+      if (want.second != 0) {
+        EXPECT_EQ(frames[1].line, want.second) << "call " << i;
+      } else {
+        EXPECT_EQ(t.str(frames[0].function_id), "<module>") << "call " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace streamrace::tracer
