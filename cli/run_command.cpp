@@ -64,6 +64,7 @@ const char* run_option_of(const TracerSetting& s) {
       {"out", "-o DIR"},
       {"stacks", "--stacks MODE"},
       {"python_sites", "--python-sites 0|1|2"},
+      {"native_unwind", "--native-unwind cached|dwarf"},
       {"timing", "--timing"},
       {"torch_allocator", "--torch-allocator 0|1"},
       {"disable", ""},
@@ -553,6 +554,11 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                       "0: every Python stack through the C API; 1 (default): a repeated call site reuses its first "
                       "stack; 2: and print the counts at exit (STREAMRACE_PYTHON_SITES)")
           ->type_name("0|1|2");
+  auto* native_unwind =
+      sub->add_option("--native-unwind",
+                      "Native stacks: cached (default: unwind rules learned per return address from DWARF walks, "
+                      "checked) or dwarf (a DWARF walk every time) (STREAMRACE_NATIVE_UNWIND)")
+          ->type_name("cached|dwarf");
   auto* torch_allocator =
       sub->add_option("--torch-allocator",
                       "0 leaves PyTorch's caching allocator unobserved: kernel extents then reach to the end of "
@@ -587,14 +593,14 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("command", args->command, "The command to trace, after --")->required();
   sub->footer(settings_help());
   group_advanced(*sub, {"--precise-start", "--precise-patches", "--precise-module-filter", "--precise-debug",
-                        "--force-output", "--precise-from", "--torch-allocator", "--python-sites", "--keep-going"});
+                        "--force-output", "--precise-from", "--torch-allocator", "--python-sites", "--native-unwind", "--keep-going"});
   return [=]() {
     args->precise_requested = precise->count() > 0;
     auto& st = args->settings;
     if (sub->get_option("-o")->count()) st["out"] = args->out_dir;
     if (timing->count()) st["timing"] = "1";
     if (precise_debug->count()) st["precise_debug"] = "1";
-    for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
+    for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"native_unwind", native_unwind}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
                             {"precise_patches", precise_patches}, {"precise_module_filter", module_filter}})
       if (opt->count()) st[key] = opt->as<std::string>();
     return run_traced(*args);

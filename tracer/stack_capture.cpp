@@ -9,8 +9,6 @@
 #include <string_view>
 #include <unordered_map>
 
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 
 namespace streamrace::tracer {
 
@@ -155,19 +153,9 @@ uint32_t StackCapture::capture_native() {
   if (!modules_known_) find_internal_modules();
   constexpr size_t kMax = 64;
   uint64_t pcs[kMax];
-  size_t n = 0;
-  unw_context_t ctx;
-  unw_cursor_t cursor;
-  if (unw_getcontext(&ctx) != 0 || unw_init_local(&cursor, &ctx) != 0) return 0;
-  bool skipping = true;
-  size_t limit = max_frames_ < kMax ? max_frames_ : kMax;
-  while (n < limit && unw_step(&cursor) > 0) {
-    unw_word_t ip = 0;
-    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || ip == 0) break;
-    if (skipping && internal_pc(ip)) continue;
-    skipping = false;
-    pcs[n++] = ip;
-  }
+  const size_t limit = max_frames_ < kMax ? max_frames_ : kMax;
+  auto skip = [](const void* self, uint64_t pc) { return static_cast<const StackCapture*>(self)->internal_pc(pc); };
+  const size_t n = unwinder_.capture(pcs, limit, skip, this, native_cached_);
   if (n == 0) return 0;
   return stacks_.intern_native({pcs, n});
 }

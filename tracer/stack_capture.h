@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "tracer/native_unwind.h"
 #include "tracer/python_frames.h"
 #include "tracer/stack_table.h"
 #include "tracer/string_table.h"
@@ -33,6 +34,9 @@ class StackCapture {
   // Whether a repeated Python call site reuses its first stack (PythonFrames::site_key); on
   // by default (setting python_sites).
   void set_python_sites(bool on) { python_sites_ = on; }
+  // Whether native stacks use the learned unwind rules (NativeUnwinder); on by default
+  // (setting native_unwind=cached), off: every stack through DWARF CFI.
+  void set_native_cached(bool on) { native_cached_ = on; }
   // "python call sites: on, H hits, M misses, X mismatches", for diagnostics and tests.
   std::string python_sites_summary() const;
 
@@ -50,6 +54,8 @@ class StackCapture {
   bool strip_own_;
   bool modules_known_ = false;
   bool python_sites_ = true;
+  bool native_cached_ = true;
+  NativeUnwinder unwinder_;
   // Relaxed counters (approximate under threads: diagnostics only).
   std::atomic<uint64_t> site_hits_{0}, site_misses_{0}, site_mismatches_{0};
   std::vector<std::pair<uint64_t, uint64_t>> internal_;  // [begin, end) of tracer/CUPTI/driver code

@@ -188,6 +188,7 @@ void TracerProcess::create_core_locked() {
   recorder_ = new TraceRecorder(opts);
   stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
   stacks_->set_python_sites(tracer_setting("python_sites").value_or("1") != "0");
+  stacks_->set_native_cached(tracer_setting("native_unwind").value_or("cached") != "dwarf");
   auto* handler = new CudaCallHandler(*recorder_, allocs_, driver_, stacks_);
   if (TorchAllocatorHook::enabled_by_env()) handler->set_torch_allocator_hook(new TorchAllocatorHook(*handler));
   handler_.store(handler);
@@ -408,6 +409,7 @@ void TracerProcess::after_fork_in_child() {
   recorder_ = new TraceRecorder(opts);
   stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
   stacks_->set_python_sites(tracer_setting("python_sites").value_or("1") != "0");
+  stacks_->set_native_cached(tracer_setting("native_unwind").value_or("cached") != "dwarf");
   h->set_recorder(*recorder_);
   h->set_stacks(stacks_);
   exited_.store(false);

@@ -33,6 +33,8 @@ inline constexpr TracerSetting kTracerSettings[] = {
     {"python_sites", "STREAMRACE_PYTHON_SITES", "0|1|2", "1",
      "a repeated Python call site reuses its first stack (frames read directly, checked against the C API; "
      "CPython 3.11/3.12); 2: also print the counts on stderr at exit"},
+    {"native_unwind", "STREAMRACE_NATIVE_UNWIND", "cached|dwarf", "cached",
+     "native stacks: unwind rules learned per return address from DWARF walks (checked), or DWARF every time"},
     {"timing", "STREAMRACE_TIMING", "0|1", "0", "device timestamps (CUPTI activity records) for `streamrace overlap`"},
     {"torch_allocator", "STREAMRACE_TORCH_ALLOCATOR", "0|1", "1",
      "PyTorch's caching allocator observed (block events: kernel extents end at the tensor's block)"},

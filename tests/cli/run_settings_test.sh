@@ -21,6 +21,7 @@ for line in \
   "  out=DIR  (STREAMRACE_OUT, -o DIR; default streamrace-traces under run, else .)" \
   "  stacks=auto|native|python|none  (STREAMRACE_STACKS, --stacks MODE; default auto)" \
   "  python_sites=0|1|2  (STREAMRACE_PYTHON_SITES, --python-sites 0|1|2; default 1)" \
+  "  native_unwind=cached|dwarf  (STREAMRACE_NATIVE_UNWIND, --native-unwind cached|dwarf; default cached)" \
   "  timing=0|1  (STREAMRACE_TIMING, --timing; default 0)" \
   "  torch_allocator=0|1  (STREAMRACE_TORCH_ALLOCATOR, --torch-allocator 0|1; default 1)" \
   "  disable=0|1  (STREAMRACE_DISABLE; default 0)" \
@@ -35,7 +36,7 @@ done
 # Everyday options first; the expert ones in an "Advanced:" section of their own.
 adv=$(sed -n '/^Advanced:/,/^Tracer settings/p' <<<"$help")
 everyday=$(sed -n '/^Options:/,/^Advanced:/p' <<<"$help")
-for o in --keep-going --torch-allocator --python-sites --precise-start --precise-patches --precise-module-filter --precise-debug \
+for o in --keep-going --torch-allocator --python-sites --native-unwind --precise-start --precise-patches --precise-module-filter --precise-debug \
          --force-output --precise-from; do
   if grep -q -- "^  $o " <<<"$adv" && ! grep -q -- "^  $o " <<<"$everyday"; then echo "ok   run --help: $o is advanced"
   else echo "FAIL run --help: $o not in the Advanced section"; fail=1; fi
@@ -67,12 +68,14 @@ out=$("${clean[@]}" "$sr" run --torch-allocator 0 -- sh -c 'echo "${STREAMRACE_T
 check "--torch-allocator 0" "0" "$out"
 out=$("${clean[@]}" "$sr" run --python-sites 0 -- sh -c 'echo "${STREAMRACE_PYTHON_SITES-unset}"' 2>/dev/null)
 check "--python-sites 0" "0" "$out"
+out=$("${clean[@]}" "$sr" run --native-unwind dwarf -- sh -c 'echo "${STREAMRACE_NATIVE_UNWIND-unset}"' 2>/dev/null)
+check "--native-unwind dwarf" "dwarf" "$out"
 out=$("${clean[@]}" STREAMRACE_OPTIONS="torch_allocator=0" "$sr" run -- sh -c 'echo "${STREAMRACE_TORCH_ALLOCATOR-unset}"' 2>/dev/null)
 check "torch_allocator=0 in STREAMRACE_OPTIONS" "0" "$out"
 
 err=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none bogus=1" "$sr" run -- true 2>&1)
 rc=$?
-check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites timing torch_allocator disable precise precise_start precise_patches precise_module_filter precise_debug)" "$rc: $err"
+check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind timing torch_allocator disable precise precise_start precise_patches precise_module_filter precise_debug)" "$rc: $err"
 err=$("${clean[@]}" "$sr" run --confirm --precise=all -- true 2>&1)
 rc=$?
 check "--confirm with --precise: exit 2" "2: streamrace run: --confirm chooses the kernels for precise mode itself; leave out --precise" "$rc: $err"

@@ -1,0 +1,284 @@
+// NativeUnwinder: see native_unwind.h.
+#include "tracer/native_unwind.h"
+
+#include <pthread.h>
+
+#include <atomic>
+#include <cstring>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+namespace streamrace::tracer {
+
+namespace {
+
+#if defined(__x86_64__)
+constexpr bool kSupported = true;
+#else
+constexpr bool kSupported = false;
+#endif
+
+// One learned rule per pc, packed into 64 bits:
+//   bits 0-3 observations (saturating), 4 CFA = sp + sp_off holds, 5 CFA = fp + fp_off holds,
+//   6 caller fp = this fp holds, 7 caller fp saved at CFA - slot holds, 8 terminal (the
+//   reference walk ends here), 9 poisoned (no simple rule), 16-31 sp_off, 32-47 slot, 48-63 fp_off.
+struct Rule {
+  uint64_t v = 0;
+  unsigned obs() const { return unsigned(v & 0xF); }
+  bool sp_ok() const { return v & (1u << 4); }
+  bool fp_ok() const { return v & (1u << 5); }
+  bool fp_same() const { return v & (1u << 6); }
+  bool fp_slot() const { return v & (1u << 7); }
+  bool terminal() const { return v & (1u << 8); }
+  bool poisoned() const { return v & (1u << 9); }
+  uint64_t sp_off() const { return (v >> 16) & 0xFFFF; }
+  uint64_t slot() const { return (v >> 32) & 0xFFFF; }
+  uint64_t fp_off() const { return (v >> 48) & 0xFFFF; }
+  bool trusted() const {
+    return v != 0 && !poisoned() && obs() >= 2 && (terminal() || ((sp_ok() || fp_ok()) && (fp_same() || fp_slot())));
+  }
+};
+constexpr uint64_t kPoisoned = 1u << 9;
+
+// The rules, shared by all threads: open addressing on the pc, never deleted (a pc of code
+// that is unloaded and replaced keeps its rule only until the periodic check disagrees).
+constexpr size_t kSlots = 1 << 16;
+struct Slot {
+  std::atomic<uint64_t> pc{0};
+  std::atomic<uint64_t> rule{0};
+};
+Slot g_rules[kSlots];
+std::atomic<bool> g_fast_on{true};
+std::atomic<uint64_t> g_fast{0}, g_reference{0}, g_checked{0}, g_mismatches{0};
+
+size_t slot_of(uint64_t pc) { return size_t((pc * 0x9E3779B97F4A7C15ull) >> 48) & (kSlots - 1); }
+
+Rule find_rule(uint64_t pc) {
+  for (size_t i = slot_of(pc), probes = 0; probes < 16; i = (i + 1) & (kSlots - 1), ++probes) {
+    const uint64_t p = g_rules[i].pc.load(std::memory_order_acquire);
+    if (p == pc) return Rule{g_rules[i].rule.load(std::memory_order_relaxed)};
+    if (p == 0) return Rule{};
+  }
+  return Rule{};
+}
+
+std::atomic<uint64_t>* rule_slot(uint64_t pc) {
+  for (size_t i = slot_of(pc), probes = 0; probes < 16; i = (i + 1) & (kSlots - 1), ++probes) {
+    uint64_t p = g_rules[i].pc.load(std::memory_order_acquire);
+    if (p == pc) return &g_rules[i].rule;
+    if (p == 0) {
+      if (g_rules[i].pc.compare_exchange_strong(p, pc, std::memory_order_acq_rel) || p == pc) return &g_rules[i].rule;
+    }
+  }
+  return nullptr;  // table full around this pc: never learned, always the reference walk
+}
+
+struct StackBounds {
+  uint64_t lo = 0, hi = 0;
+  bool known = false, usable = false;
+};
+StackBounds& bounds() {
+  thread_local StackBounds b;
+  if (!b.known) {
+    b.known = true;
+    pthread_attr_t attr;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* addr = nullptr;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0 && addr != nullptr && size > 0) {
+        b.lo = reinterpret_cast<uint64_t>(addr);
+        b.hi = b.lo + size;
+        b.usable = true;
+      }
+      pthread_attr_destroy(&attr);
+    }
+  }
+  return b;
+}
+
+bool in_stack(const StackBounds& b, uint64_t addr) { return addr >= b.lo && addr + 8 <= b.hi && (addr & 7) == 0; }
+uint64_t load(uint64_t addr) {
+  uint64_t v;
+  std::memcpy(&v, reinterpret_cast<const void*>(addr), sizeof v);
+  return v;
+}
+
+struct RegState {
+  uint64_t ip, sp, fp;
+};
+
+// Merges one observed step (from `s` to `next`, `next.sp` being s's CFA) into s.ip's rule.
+void learn(const StackBounds& b, const RegState& s, const RegState& next) {
+  std::atomic<uint64_t>* slot = rule_slot(s.ip);
+  if (slot == nullptr) return;
+  Rule old{slot->load(std::memory_order_relaxed)};
+  if (old.poisoned()) return;
+  const uint64_t cfa = next.sp;
+  if (cfa <= s.sp || !in_stack(b, cfa - 8) || load(cfa - 8) != next.ip) {
+    slot->store(kPoisoned, std::memory_order_relaxed);
+    return;
+  }
+  const uint64_t sp_off = cfa - s.sp;
+  const bool fp_below = s.fp < cfa && cfa - s.fp < 0x10000;
+  const uint64_t fp_off = fp_below ? cfa - s.fp : 0;
+  uint64_t slot_off = 0;
+  for (uint64_t j = 16; j <= 2048 && j <= cfa - b.lo; j += 8)
+    if (in_stack(b, cfa - j) && load(cfa - j) == next.fp) {
+      slot_off = j;
+      break;
+    }
+  uint64_t v;
+  if (old.v == 0) {
+    v = 1;
+    if (sp_off < 0x10000) v |= (1u << 4) | (sp_off << 16);
+    if (fp_below) v |= (1u << 5) | (fp_off << 48);
+    if (next.fp == s.fp) v |= 1u << 6;
+    if (slot_off != 0) v |= (1u << 7) | (slot_off << 32);
+  } else {
+    v = old.v & ~uint64_t(0xF);
+    v |= old.obs() < 15 ? old.obs() + 1 : 15;
+    if (old.sp_ok() && old.sp_off() != sp_off) v &= ~uint64_t(1u << 4);
+    if (old.fp_ok() && (!fp_below || old.fp_off() != fp_off)) v &= ~uint64_t(1u << 5);
+    if (old.fp_same() && next.fp != s.fp) v &= ~uint64_t(1u << 6);
+    if (old.fp_slot() && (!in_stack(b, cfa - old.slot()) || load(cfa - old.slot()) != next.fp))
+      v &= ~uint64_t(1u << 7);
+    if (old.terminal()) v = kPoisoned;  // ended a walk once, stepped on now: no fixed rule
+  }
+  Rule nr{v};
+  if (!nr.poisoned() && (!(nr.sp_ok() || nr.fp_ok()) || !(nr.fp_same() || nr.fp_slot()))) v = kPoisoned;
+  slot->store(v, std::memory_order_relaxed);
+}
+
+void learn_terminal(uint64_t ip) {
+  std::atomic<uint64_t>* slot = rule_slot(ip);
+  if (slot == nullptr) return;
+  Rule old{slot->load(std::memory_order_relaxed)};
+  if (old.poisoned()) return;
+  if (old.v != 0 && !old.terminal()) {
+    slot->store(kPoisoned, std::memory_order_relaxed);
+    return;
+  }
+  const unsigned obs = old.v == 0 ? 1 : (old.obs() < 15 ? old.obs() + 1 : 15);
+  slot->store((1u << 8) | obs, std::memory_order_relaxed);
+}
+
+constexpr size_t kMaxSteps = 192;
+
+// Appends pc to the output unless it is still in the leading run of skipped frames.
+struct Output {
+  uint64_t* pcs;
+  size_t max;
+  bool (*skip)(const void*, uint64_t);
+  const void* ctx;
+  size_t n = 0;
+  bool skipping = true;
+  bool full() const { return n >= max; }
+  void add(uint64_t pc) {
+    if (skipping && skip != nullptr && skip(ctx, pc)) return;
+    skipping = false;
+    pcs[n++] = pc;
+  }
+};
+
+// The reference walk, learning as it goes. `start` is the register state captured in
+// NativeUnwinder::capture (its own frame at a fixed pc); libunwind's frames 0 and 1 are this
+// function and capture, so capture's caller is frame 2 and `start` steps to it.
+__attribute__((noinline)) size_t reference_walk(const RegState& start, Output& out, bool learn_rules) {
+  const StackBounds& b = bounds();
+  learn_rules = learn_rules && kSupported && b.usable;
+  unw_context_t ctx;
+  unw_cursor_t cursor;
+  if (unw_getcontext(&ctx) != 0 || unw_init_local(&cursor, &ctx) != 0) return 0;
+  if (unw_step(&cursor) <= 0 || unw_step(&cursor) <= 0) return 0;  // to capture's caller
+  RegState prev = start;
+  for (size_t steps = 0; steps < kMaxSteps && !out.full(); ++steps) {
+    unw_word_t ip = 0, sp = 0, fp = 0;
+    if (unw_get_reg(&cursor, UNW_REG_IP, &ip) != 0 || unw_get_reg(&cursor, UNW_REG_SP, &sp) != 0) break;
+#if defined(__x86_64__)
+    if (unw_get_reg(&cursor, UNW_X86_64_RBP, &fp) != 0) fp = 0;
+#endif
+    RegState cur{ip, sp, fp};
+    if (learn_rules && in_stack(b, sp)) learn(b, prev, cur);
+    if (ip == 0) break;
+    out.add(ip);
+    prev = cur;
+    if (out.full()) break;
+    const int r = unw_step(&cursor);
+    if (r <= 0) {
+      if (r == 0 && learn_rules) learn_terminal(ip);
+      break;
+    }
+  }
+  return out.n;
+}
+
+// The learned walk: false as soon as a pc has no trusted rule or an address leaves the stack.
+bool fast_walk(const RegState& start, Output& out) {
+  const StackBounds& b = bounds();
+  if (!b.usable || !in_stack(b, start.sp)) return false;
+  RegState s = start;
+  for (size_t steps = 0; steps < kMaxSteps && !out.full(); ++steps) {
+    const Rule r = find_rule(s.ip);
+    if (!r.trusted()) return false;
+    if (r.terminal()) return true;
+    const uint64_t cfa = r.sp_ok() ? s.sp + r.sp_off() : s.fp + r.fp_off();
+    if (cfa <= s.sp || !in_stack(b, cfa - 8)) return false;
+    const uint64_t ra = load(cfa - 8);
+    uint64_t fp = s.fp;
+    if (r.fp_slot()) {
+      if (!in_stack(b, cfa - r.slot())) return false;
+      fp = load(cfa - r.slot());
+    }
+    s = RegState{ra, cfa, fp};
+    if (ra == 0) return true;
+    out.add(ra);
+  }
+  return true;
+}
+
+}  // namespace
+
+// No sibling calls: the reference walk counts on this frame being on the stack under it.
+__attribute__((noinline, optimize("no-optimize-sibling-calls"))) size_t NativeUnwinder::capture(uint64_t* pcs, size_t max,
+                                                         bool (*skip)(const void*, uint64_t), const void* ctx,
+                                                         bool fast) {
+  RegState start{0, 0, 0};
+#if defined(__x86_64__)
+  // This frame's pc, stack and frame pointer at one fixed instruction: the walks start here.
+  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(start.ip), "=r"(start.sp), "=r"(start.fp));
+#endif
+  thread_local uint32_t fast_walks = 0;
+  if (kSupported && fast && g_fast_on.load(std::memory_order_relaxed)) {
+    Output out{pcs, max, skip, ctx};
+    if (fast_walk(start, out)) {
+      if ((++fast_walks & 255) != 1) {
+        g_fast.fetch_add(1, std::memory_order_relaxed);
+        return out.n;
+      }
+      // The sampled check: the reference walk must give the same return addresses.
+      uint64_t ref[256];
+      Output check{ref, max < 256 ? max : 256, skip, ctx};
+      reference_walk(start, check, false);
+      g_checked.fetch_add(1, std::memory_order_relaxed);
+      if (check.n == out.n && std::memcmp(ref, pcs, out.n * sizeof(uint64_t)) == 0) return out.n;
+      g_mismatches.fetch_add(1, std::memory_order_relaxed);
+      g_fast_on.store(false, std::memory_order_relaxed);
+      std::memcpy(pcs, ref, check.n * sizeof(uint64_t));
+      return check.n;
+    }
+  }
+  Output out{pcs, max, skip, ctx};
+  g_reference.fetch_add(1, std::memory_order_relaxed);
+  const size_t n = reference_walk(start, out, kSupported && fast);
+  asm volatile("" ::: "memory");
+  return n;
+}
+
+NativeUnwinder::Counts NativeUnwinder::counts() {
+  return Counts{g_fast.load(), g_reference.load(), g_checked.load(), g_mismatches.load()};
+}
+
+bool NativeUnwinder::fast_path_on() { return g_fast_on.load(std::memory_order_relaxed); }
+
+}  // namespace streamrace::tracer
