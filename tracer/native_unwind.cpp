@@ -123,7 +123,8 @@ void learn(const StackBounds& b, const RegState& s, const RegState& next) {
   const bool fp_below = s.fp < cfa && cfa - s.fp < 0x10000;
   const uint64_t fp_off = fp_below ? cfa - s.fp : 0;
   uint64_t slot_off = 0;
-  for (uint64_t j = 16; j <= 2048 && j <= cfa - b.lo; j += 8)
+  // The saved frame pointer lies in this frame, between its stack pointer and its CFA.
+  for (uint64_t j = 16; j <= 2048 && j <= sp_off; j += 8)
     if (in_stack(b, cfa - j) && load(cfa - j) == next.fp) {
       slot_off = j;
       break;
@@ -184,8 +185,17 @@ struct Output {
 // The reference walk, learning as it goes. `start` is the register state captured in
 // NativeUnwinder::capture (its own frame at a fixed pc); libunwind's frames 0 and 1 are this
 // function and capture, so capture's caller is frame 2 and `start` steps to it.
+// The thread's stack bounds as far as a walk from `start` may read them: nothing below the
+// stack pointer of the walk's first frame (below it the main thread's stack may be unmapped).
+StackBounds walk_bounds(const RegState& start) {
+  StackBounds b = bounds();
+  if (b.usable && start.sp > b.lo) b.lo = start.sp;
+  if (b.usable && (start.sp < b.lo || start.sp >= b.hi)) b.usable = false;
+  return b;
+}
+
 __attribute__((noinline)) size_t reference_walk(const RegState& start, Output& out, bool learn_rules) {
-  const StackBounds& b = bounds();
+  const StackBounds b = walk_bounds(start);
   learn_rules = learn_rules && kSupported && b.usable;
   unw_context_t ctx;
   unw_cursor_t cursor;
@@ -215,7 +225,7 @@ __attribute__((noinline)) size_t reference_walk(const RegState& start, Output& o
 
 // The learned walk: false as soon as a pc has no trusted rule or an address leaves the stack.
 bool fast_walk(const RegState& start, Output& out) {
-  const StackBounds& b = bounds();
+  const StackBounds b = walk_bounds(start);
   if (!b.usable || !in_stack(b, start.sp)) return false;
   RegState s = start;
   for (size_t steps = 0; steps < kMaxSteps && !out.full(); ++steps) {
