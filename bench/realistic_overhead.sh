@@ -6,11 +6,16 @@
 #           median step ms
 #   launch  a launch-bound loop of tiny x.add_(1) ops: median us per op
 #   fsdp2   (not run unless JOBS names it) GPT-2 124M under FSDP2: median step ms
+#   native  (not run unless JOBS names it) samples/cuda/launch_bench.cu, a C++ loop of empty
+#           kernel launches (built here with nvcc): ns per launch, native stacks
 # Configurations, interleaved within every round (the order rotates from round to round):
 #   untraced        the job alone
 #   streamrace      `streamrace run -o DIR -- job` (default tier, STREAMRACE_STACKS=auto)
 #   nostacks        the same with STREAMRACE_STACKS=none
 #   noblocks        the same with STREAMRACE_TORCH_ALLOCATOR=0 (no caching-allocator block events)
+#   oldstacks       the default tier with the stack paths of before 2026-12-01's caches:
+#                   STREAMRACE_PYTHON_SITES=0 (the C API walk every call) and
+#                   STREAMRACE_NATIVE_UNWIND=dwarf (a DWARF walk every call)
 #   floor_domains   an empty CUPTI subscriber (bench/cupti_floor) with the runtime and driver
 #                   API domains enabled, through CUDA_INJECTION64_PATH
 #   floor_cbids     the empty subscriber with only the callback ids the tracer enables
@@ -173,16 +178,17 @@ job_cmd() {  # job -> the command words, one a line
     local tiny=() dev=()
     [[ "$DRY_RUN" == 1 ]] && { tiny=(--device cpu --tiny --seq 32 --batch 2); dev=(--device cpu); }
     case $1 in
+        native) printf '%s\n' "$W/bin/launch_bench" "${NATIVE_OPS:-100000}" ;;
         zero2)  printf '%s\n' "$PYTHON" samples/realistic/gpt2_zero2.py --steps "$STEPS" --warmup "$WARMUP" "${tiny[@]}" ;;
         fsdp2)  printf '%s\n' "$PYTHON" samples/realistic/gpt2_fsdp2.py --steps "$STEPS" --warmup "$WARMUP" "${tiny[@]}" ;;
         launch) printf '%s\n' "$PYTHON" samples/realistic/launch_loop.py --ops "$OPS" --repeats "$REPEATS" "${dev[@]}" ;;
     esac
 }
-job_metric() { [[ $1 == launch ]] && echo us_per_op || echo median_step_ms; }
+job_metric() { case $1 in launch) echo us_per_op ;; native) echo launch_ns_per_call ;; *) echo median_step_ms ;; esac; }
 job_units() {  # what the trace size is divided by: steps or ops the process ran
-    [[ $1 == launch ]] && echo $((OPS * (REPEATS + 1))) || echo $((STEPS + WARMUP))
+    case $1 in launch) echo $((OPS * (REPEATS + 1))) ;; native) echo $((${NATIVE_OPS:-100000} + 1000)) ;; *) echo $((STEPS + WARMUP)) ;; esac
 }
-first_guess() { [[ $1 == launch ]] && echo 30 || echo 90; }  # seconds, before a run was seen
+first_guess() { case $1 in launch|native) echo 30 ;; *) echo 90 ;; esac; }  # seconds, before a run was seen
 
 declare -A EST
 run_one() {  # job cfg round
@@ -204,7 +210,8 @@ run_one() {  # job cfg round
     t0=$(date +%s.%N)
     case $cfg in
         untraced)      timeout -k 10 "$t" "${cmd[@]}" ;;
-        streamrace)    timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        streamrace)    STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        oldstacks)     STREAMRACE_PYTHON_SITES=0 STREAMRACE_NATIVE_UNWIND=dwarf timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         nostacks)      STREAMRACE_STACKS=none timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         noblocks)      STREAMRACE_TORCH_ALLOCATOR=0 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         floor_domains) CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=domains timeout -k 10 "$t" "${cmd[@]}" ;;
@@ -217,14 +224,15 @@ run_one() {  # job cfg round
     wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
     metric=$(grep -oE "^$(job_metric "$job") [0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
     case $cfg in
-        streamrace|nostacks|noblocks)
+        streamrace|nostacks|noblocks|oldstacks)
             bytes=$(du -sb "$tdir" | cut -f1)
             files=$(find "$tdir" -name '*.srace' | wc -l)
             if [[ "$files" -eq 0 ]]; then
                 info="no .srace trace written"
                 [[ "$DRY_RUN" == 1 ]] || status=invalid   # the job ran untraced: its number means nothing
             fi
-            info="${info:+$info; }$(grep -m1 -E '^streamrace run: [0-9]+ traces? in' "$log" || true)" ;;
+            info="${info:+$info; }$(grep -m1 -E '^streamrace run: [0-9]+ traces? in' "$log" || true)"
+            info="${info:+$info; }$(grep -m1 -oE 'python call sites: .*' "$log" || true)" ;;
         floor_*)
             info=$(grep -m1 -oE 'cupti_floor: .*' "$log" || echo "no cupti_floor line: the subscriber did not start")
             [[ "$info" == *" enabled"* && "$info" != *"nothing enabled"* ]] || status=invalid ;;
@@ -240,8 +248,13 @@ run_one() {  # job cfg round
         note "round $round $job $cfg: $status (rc=$rc); log tail: $(tail -n 3 "$log" | tr '\n' ' ' | cut -c1-400)"
     fi
     EST[$key]=$(awk -v w="$wall" 'BEGIN{printf "%d", w*1.15 + 5}')
-    # Keep one trace directory listing, not the traces (they are large).
+    # Keep one trace directory listing, not the traces (they are large), except where a traced
+    # run reported findings (exit 1): those traces go into the logs tarball to be looked at.
     ls -l "$tdir" > "$W/logs/$tag.trace_ls" 2>/dev/null
+    if [[ "$rc" == 1 && "$cfg" != untraced && "$cfg" != floor_* ]] && [[ -n "$(ls -A "$tdir" 2>/dev/null)" ]]; then
+        mkdir -p "$W/logs/kept" && mv "$tdir" "$W/logs/kept/$tag"
+        note "round $round $job $cfg: exit 1 (findings): its traces are kept in the logs tarball (kept/$tag)"
+    fi
     rm -rf "$tdir"
 }
 
@@ -249,7 +262,7 @@ cfgs=()
 for c in $CONFIGS; do
     case $c in
         untraced) ;;
-        streamrace|nostacks|noblocks) (( HAVE_SR )) || continue ;;
+        streamrace|nostacks|noblocks|oldstacks) (( HAVE_SR )) || continue ;;
         floor_domains|floor_cbids) (( HAVE_FLOOR )) || continue ;;
         *) note "unknown configuration '$c' ignored"; continue ;;
     esac
@@ -260,6 +273,13 @@ for j in $JOBS; do
     case $j in
         zero2) (( HAVE_DS )) || continue ;;
         fsdp2|launch) ;;
+        native)
+            [[ "$DRY_RUN" == 1 ]] && { note "native: no GPU in a dry run, skipped"; continue; }
+            mkdir -p "$W/bin"
+            if ! nvcc -O2 -arch=sm_90 -std=c++17 -cudart shared -Xlinker -rpath,/usr/local/cuda/lib64 \
+                    -o "$W/bin/launch_bench" samples/cuda/launch_bench.cu > "$W/logs/launch_bench.nvcc.log" 2>&1; then
+                note "native: nvcc failed ($(tail -n1 "$W/logs/launch_bench.nvcc.log")), skipped"; continue
+            fi ;;
         *) note "unknown job '$j' ignored"; continue ;;
     esac
     jobs_run+=("$j")
