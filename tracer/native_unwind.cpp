@@ -216,35 +216,41 @@ __attribute__((noinline)) size_t reference_walk(const RegState& start, Output& o
     if (out.full()) break;
     const int r = unw_step(&cursor);
     if (r <= 0) {
-      if (r == 0 && learn_rules) learn_terminal(ip);
+      // The walk ends here (the outermost frame, or a frame libunwind cannot step from, such
+      // as code without unwind information): the learned walk must end here too.
+      if (learn_rules) learn_terminal(ip);
       break;
     }
   }
   return out.n;
 }
 
-// The learned walk: false as soon as a pc has no trusted rule or an address leaves the stack.
-bool fast_walk(const RegState& start, Output& out) {
+// The learned walk: kDone, or why not: a pc whose rule is still being learned (kLearn), or
+// one with no usable rule / an address outside the stack (kGiveUp: the reference walk then
+// learns nothing, so a stack that can never be walked fast costs no more than DWARF).
+enum class Walk { kDone, kLearn, kGiveUp };
+Walk fast_walk(const RegState& start, Output& out) {
   const StackBounds b = walk_bounds(start);
-  if (!b.usable || !in_stack(b, start.sp)) return false;
+  if (!b.usable || !in_stack(b, start.sp)) return Walk::kGiveUp;
   RegState s = start;
   for (size_t steps = 0; steps < kMaxSteps && !out.full(); ++steps) {
     const Rule r = find_rule(s.ip);
-    if (!r.trusted()) return false;
-    if (r.terminal()) return true;
+    if (r.poisoned()) return Walk::kGiveUp;
+    if (!r.trusted()) return Walk::kLearn;
+    if (r.terminal()) return Walk::kDone;
     const uint64_t cfa = r.sp_ok() ? s.sp + r.sp_off() : s.fp + r.fp_off();
-    if (cfa <= s.sp || !in_stack(b, cfa - 8)) return false;
+    if (cfa <= s.sp || !in_stack(b, cfa - 8)) return Walk::kGiveUp;
     const uint64_t ra = load(cfa - 8);
     uint64_t fp = s.fp;
     if (r.fp_slot()) {
-      if (!in_stack(b, cfa - r.slot())) return false;
+      if (!in_stack(b, cfa - r.slot())) return Walk::kGiveUp;
       fp = load(cfa - r.slot());
     }
     s = RegState{ra, cfa, fp};
-    if (ra == 0) return true;
+    if (ra == 0) return Walk::kDone;
     out.add(ra);
   }
-  return true;
+  return Walk::kDone;
 }
 
 }  // namespace
@@ -259,9 +265,12 @@ __attribute__((noinline, optimize("no-optimize-sibling-calls"))) size_t NativeUn
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(start.ip), "=r"(start.sp), "=r"(start.fp));
 #endif
   thread_local uint32_t fast_walks = 0;
+  bool learn_rules = kSupported && fast;
   if (kSupported && fast && g_fast_on.load(std::memory_order_relaxed)) {
     Output out{pcs, max, skip, ctx};
-    if (fast_walk(start, out)) {
+    const Walk w = fast_walk(start, out);
+    learn_rules = w == Walk::kLearn;
+    if (w == Walk::kDone) {
       if ((++fast_walks & 255) != 1) {
         g_fast.fetch_add(1, std::memory_order_relaxed);
         return out.n;
@@ -280,7 +289,7 @@ __attribute__((noinline, optimize("no-optimize-sibling-calls"))) size_t NativeUn
   }
   Output out{pcs, max, skip, ctx};
   g_reference.fetch_add(1, std::memory_order_relaxed);
-  const size_t n = reference_walk(start, out, kSupported && fast);
+  const size_t n = reference_walk(start, out, learn_rules);
   asm volatile("" ::: "memory");
   return n;
 }

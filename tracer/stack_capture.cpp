@@ -104,7 +104,11 @@ uint32_t StackCapture::capture_python() {
 std::string StackCapture::python_sites_summary() const {
   return std::string("python call sites: ") + (python_sites_ ? python_.site_key_state() : "disabled") + ", " +
          std::to_string(site_hits_.load()) + " hits, " + std::to_string(site_misses_.load()) + " misses, " +
-         std::to_string(site_mismatches_.load()) + " mismatches";
+         std::to_string(site_mismatches_.load()) + " mismatches; native walks: " +
+         (native_cached_ ? (NativeUnwinder::fast_path_on() ? "cached" : "cached, off after a mismatch") : "dwarf") +
+         ", " + std::to_string(NativeUnwinder::counts().fast) + " learned, " +
+         std::to_string(NativeUnwinder::counts().reference) + " dwarf, " +
+         std::to_string(NativeUnwinder::counts().mismatches) + " mismatches";
 }
 
 namespace {
