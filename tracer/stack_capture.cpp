@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 
 
 namespace streamrace::tracer {
@@ -56,6 +57,7 @@ struct SiteCache {
     uint32_t uses;
   };
   std::unordered_map<PythonFrames::SiteKey, Entry, Hash> by_site;
+  std::unordered_set<uint32_t> stacks_seen;  // stack ids of this thread's misses
 };
 constexpr size_t kSiteCacheLimit = 1 << 15;
 
@@ -97,13 +99,19 @@ uint32_t StackCapture::capture_python() {
   }
   const uint32_t id = capture_python_walk();
   site_misses_.fetch_add(1, std::memory_order_relaxed);
-  if (id != 0) cache.by_site.emplace(key, SiteCache::Entry{id, 1});
+  if (id != 0) {
+    cache.by_site.emplace(key, SiteCache::Entry{id, 1});
+    // A new key whose stack this thread already had under another key: the key changed
+    // though the stack did not (counted for diagnostics: such misses cost a C-API walk).
+    if (!cache.stacks_seen.insert(id).second) site_rekeys_.fetch_add(1, std::memory_order_relaxed);
+  }
   return id;
 }
 
 std::string StackCapture::python_sites_summary() const {
   return std::string("python call sites: ") + (python_sites_ ? python_.site_key_state() : "disabled") + ", " +
-         std::to_string(site_hits_.load()) + " hits, " + std::to_string(site_misses_.load()) + " misses, " +
+         std::to_string(site_hits_.load()) + " hits, " + std::to_string(site_misses_.load()) + " misses (" + std::to_string(site_rekeys_.load()) +
+         " of them with a stack seen before), " +
          std::to_string(site_mismatches_.load()) + " mismatches; native walks: " +
          (native_cached_ ? (NativeUnwinder::fast_path_on() ? "cached" : "cached, off after a mismatch") : "dwarf") +
          ", " + std::to_string(NativeUnwinder::counts().fast) + " learned, " +

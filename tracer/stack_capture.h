@@ -57,7 +57,7 @@ class StackCapture {
   bool native_cached_ = true;
   NativeUnwinder unwinder_;
   // Relaxed counters (approximate under threads: diagnostics only).
-  std::atomic<uint64_t> site_hits_{0}, site_misses_{0}, site_mismatches_{0};
+  std::atomic<uint64_t> site_hits_{0}, site_misses_{0}, site_mismatches_{0}, site_rekeys_{0};
   std::vector<std::pair<uint64_t, uint64_t>> internal_;  // [begin, end) of tracer/CUPTI/driver code
 };
 
