@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <functional>
 #include <queue>
 
@@ -83,10 +84,17 @@ class Flattener {
 
 }  // namespace
 
-std::shared_ptr<const RunnableGraph> make_runnable(const BuiltGraph& g) {
+std::shared_ptr<const RunnableGraph> make_runnable(const BuiltGraph& g, uint64_t& budget) {
   auto r = std::make_shared<RunnableGraph>();
+  if (budget == 0) {
+    r->unsupported = fmt::format("was instantiated after the trace's graph work budget ({} nodes flattened or "
+                                 "copied) was spent",
+                                 kGraphWorkBudget);
+    return r;
+  }
   Flattener f;
   std::vector<uint32_t> exit_of = f.add(g, nullptr, 0);
+  budget -= std::min<uint64_t>(budget, f.nodes.size() + 1);
   if (!f.unsupported.empty()) {
     r->unsupported = f.unsupported;
     return r;
@@ -147,10 +155,11 @@ std::shared_ptr<const RunnableGraph> make_runnable(const BuiltGraph& g) {
       node.work_kind = fn.src->work_kind;
       node.work = fn.src->work;
     }
-    for (uint32_t d : fn.deps) node.deps.push_back(pos[d]);
+    std::vector<uint32_t> deps;
+    for (uint32_t d : fn.deps) deps.push_back(pos[d]);
     const uint32_t me = uint32_t(r->nodes.size());
     node.branch = UINT32_MAX;
-    for (uint32_t d : node.deps)
+    for (uint32_t d : deps)
       if (tail[r->nodes[d].branch] == d) {
         node.branch = r->nodes[d].branch;
         break;
@@ -160,6 +169,12 @@ std::shared_ptr<const RunnableGraph> make_runnable(const BuiltGraph& g) {
       tail.push_back(me);
     }
     tail[node.branch] = me;
+    for (uint32_t d : deps)
+      if (r->nodes[d].branch != node.branch && std::find(node.deps.begin(), node.deps.end(), d) == node.deps.end()) {
+        node.deps.push_back(d);
+        r->nodes[d].snapshot = true;
+      }
+    node.snapshot |= node.type == GraphNodeType::kEventRecord;
     r->nodes.push_back(std::move(node));
   }
   r->branches = uint32_t(tail.size());

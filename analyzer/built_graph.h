@@ -29,21 +29,30 @@ struct GraphNode {
   bool removed = false;                     // cudaGraphDestroyNode
 };
 
+struct RunnableGraph;
+
 struct BuiltGraph {
   std::vector<GraphNode> nodes;
   std::unordered_map<uint64_t, uint32_t> by_handle;
   // Non-empty: the graph holds something the analyzer does not model; its launches are not analysed.
   std::string unsupported;
+  // Made once per version of the graph (every edit clears them): what instantiating it runs,
+  // and the copy a child graph node takes.
+  std::shared_ptr<const RunnableGraph> runnable;
+  std::shared_ptr<const BuiltGraph> snapshot;
 };
 
 struct RunnableGraph {
   struct Node {
     trace::GraphNodeType type;
     uint64_t event = 0;
-    std::vector<uint32_t> deps;  // indices into nodes, all smaller than this node's
+    // Indices into nodes (all smaller than this node's) of the dependencies on other branches:
+    // those on its own branch ran before it there.
+    std::vector<uint32_t> deps;
     trace::RecordKind work_kind{};
     std::vector<uint8_t> work;
     uint32_t branch = 0;
+    bool snapshot = false;  // a node on another branch depends on it, or it records an event
   };
   std::vector<Node> nodes;  // in run order
   std::unordered_map<uint64_t, uint32_t> by_handle;  // the graph's own (not inlined) nodes
@@ -55,10 +64,14 @@ struct RunnableGraph {
 // and an exec runs at most this many nodes (inlined children counted).
 inline constexpr uint32_t kMaxChildDepth = 64;
 inline constexpr size_t kMaxRunnableNodes = 1u << 20;
+// Nodes one trace may flatten or copy over all its instantiations and exec parameter updates;
+// past it graphs are not analysed (said so), so a trace's work stays bounded.
+inline constexpr uint64_t kGraphWorkBudget = 1ull << 26;
 
 // Child graphs inlined, nodes ordered after their dependencies, branches assigned (a node
 // continues the branch of a dependency that no other node continued yet, else opens one).
-std::shared_ptr<const RunnableGraph> make_runnable(const BuiltGraph& g);
+// Charges the nodes it makes to `budget`.
+std::shared_ptr<const RunnableGraph> make_runnable(const BuiltGraph& g, uint64_t& budget);
 // A graph made by stream capture as explicit nodes: stream order within a branch and
 // record/wait pairs are the edges; the capture's event records and waits become empty nodes.
 BuiltGraph from_capture(const CapturedGraph& c);

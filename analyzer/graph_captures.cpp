@@ -25,6 +25,7 @@ uint64_t GraphCaptures::end(uint64_t stream, uint64_t graph) {
   for (uint64_t s : cap->streams) member_.erase(s);
   if (graph == 0) return cap->ops;
   graphs_[graph] = std::move(cap);
+  captured_snapshots_.erase(graph);
   return 0;
 }
 
@@ -74,11 +75,17 @@ void GraphCaptures::mark_unsupported(uint64_t stream, const std::string& why) {
   if (it->second.capture->unsupported.empty()) it->second.capture->unsupported = why;
 }
 
-void GraphCaptures::resolve(uint64_t graph, Exec& e) const {
+void GraphCaptures::resolve(uint64_t graph, Exec& e) {
   auto it = graphs_.find(graph);
   e.graph = it == graphs_.end() ? nullptr : it->second;
   auto b = built_.find(graph);
-  e.built = b == built_.end() ? nullptr : make_runnable(*b->second);
+  if (b == built_.end()) {
+    e.built = nullptr;
+    return;
+  }
+  BuiltGraph& g = *b->second;
+  if (!g.runnable) g.runnable = make_runnable(g, graph_work_budget_);
+  e.built = g.runnable;
 }
 
 void GraphCaptures::graph_call(const GraphCall& g) {
@@ -103,6 +110,7 @@ void GraphCaptures::graph_call(const GraphCall& g) {
       return;
     case GraphAction::kGraphDestroy:
       graphs_.erase(g.graph);  // execs made from it keep their copy
+      captured_snapshots_.erase(g.graph);
       built_.erase(g.graph);
       return;
     case GraphAction::kCaptureDependencies:
@@ -119,6 +127,7 @@ BuiltGraph& GraphCaptures::built(uint64_t graph) {
     // A captured graph edited with the explicit API: its nodes have no handles the trace shows.
     *g = from_capture(*c->second);
     graphs_.erase(c);
+    captured_snapshots_.erase(graph);
   } else {
     g->unsupported = "was created before the trace began or by a call the trace does not show (it may hold "
                      "nodes the trace does not show)";
@@ -126,13 +135,22 @@ BuiltGraph& GraphCaptures::built(uint64_t graph) {
   return *built_.emplace(graph, std::move(g)).first->second;
 }
 
-std::shared_ptr<const BuiltGraph> GraphCaptures::child_copy(uint64_t graph) const {
+std::shared_ptr<const BuiltGraph> GraphCaptures::child_copy(uint64_t graph) {
   if (auto it = built_.find(graph); it != built_.end()) {
-    auto copy = std::make_shared<BuiltGraph>(*it->second);
-    copy->by_handle.clear();  // the copy's nodes have handles of their own
-    return copy;
+    BuiltGraph& g = *it->second;
+    if (!g.snapshot) {
+      auto copy = std::make_shared<BuiltGraph>();
+      copy->nodes = g.nodes;  // the copy's nodes have handles of their own: by_handle stays empty
+      copy->unsupported = g.unsupported;
+      g.snapshot = std::move(copy);
+    }
+    return g.snapshot;
   }
-  if (auto it = graphs_.find(graph); it != graphs_.end()) return std::make_shared<BuiltGraph>(from_capture(*it->second));
+  if (auto it = graphs_.find(graph); it != graphs_.end()) {
+    auto& snap = captured_snapshots_[graph];
+    if (!snap) snap = std::make_shared<BuiltGraph>(from_capture(*it->second));
+    return snap;
+  }
   return nullptr;
 }
 
@@ -158,17 +176,25 @@ void GraphCaptures::graph_edit(const GraphEditParts& e) {
       return;
     case GraphEditAction::kClone: {
       auto copy = child_copy(h.other);
+      auto g = std::make_shared<BuiltGraph>();
       if (!copy) {
-        auto g = std::make_shared<BuiltGraph>();
         g->unsupported = "is a clone of a graph the trace does not show";
-        built_[h.graph] = std::move(g);
+      } else if (graph_work_budget_ < copy->nodes.size() + 1) {
+        graph_work_budget_ = 0;
+        g->unsupported = fmt::format("is a clone made after the trace's graph work budget ({} nodes flattened or "
+                                     "copied) was spent",
+                                     kGraphWorkBudget);
       } else {
-        built_[h.graph] = std::make_shared<BuiltGraph>(*copy);
+        graph_work_budget_ -= copy->nodes.size() + 1;
+        g->nodes = copy->nodes;
+        g->unsupported = copy->unsupported;
       }
+      built_[h.graph] = std::move(g);
       return;
     }
     case GraphEditAction::kAddNode: {
       BuiltGraph& g = built(h.graph);
+      touched(g);
       GraphNode n;
       n.type = h.type;
       n.handle = h.node;
@@ -202,6 +228,7 @@ void GraphCaptures::graph_edit(const GraphEditParts& e) {
       BuiltGraph& g = built(ng->second);
       auto it = g.by_handle.find(h.node);
       if (it == g.by_handle.end()) return;
+      touched(g);
       GraphNode& n = g.nodes[it->second];
       if (h.type == GraphNodeType::kEventRecord || h.type == GraphNodeType::kEventWait) n.event = h.other;
       if (graph_node_payload_kind(h) || (h.flags & kEditParamsUnknown)) set_work(n);
@@ -211,7 +238,18 @@ void GraphCaptures::graph_edit(const GraphEditParts& e) {
     case GraphEditAction::kExecSetNode: {
       auto ex = execs_.find(h.graph);
       if (ex == execs_.end() || !ex->second.built) return;  // an exec the analyzer does not run anyway
-      auto copy = std::make_shared<RunnableGraph>(*ex->second.built);
+      std::shared_ptr<RunnableGraph> copy;
+      if (graph_work_budget_ < ex->second.built->nodes.size() + 1) {
+        copy = std::make_shared<RunnableGraph>();
+        copy->unsupported = fmt::format("had node parameters set in the exec after the trace's graph work budget ({} "
+                                        "nodes flattened or copied) was spent",
+                                        kGraphWorkBudget);
+        graph_work_budget_ = 0;
+        ex->second.built = std::move(copy);
+        return;
+      }
+      graph_work_budget_ -= ex->second.built->nodes.size() + 1;
+      copy = std::make_shared<RunnableGraph>(*ex->second.built);
       auto it = copy->by_handle.find(h.node);
       if (it == copy->by_handle.end()) {
         if (copy->unsupported.empty()) copy->unsupported = "had parameters set on a node the trace does not show";
@@ -236,6 +274,7 @@ void GraphCaptures::graph_edit(const GraphEditParts& e) {
       auto ng = node_graph_.find(h.node);
       if (ng == node_graph_.end()) return;
       BuiltGraph& g = built(ng->second);
+      touched(g);
       auto it = g.by_handle.find(h.node);
       if (it != g.by_handle.end()) {
         const uint32_t idx = it->second;
@@ -249,6 +288,7 @@ void GraphCaptures::graph_edit(const GraphEditParts& e) {
     case GraphEditAction::kAddEdges:
     case GraphEditAction::kRemoveEdges: {
       BuiltGraph& g = built(h.graph);
+      touched(g);
       if (h.flags & kEditEdgeNotFull) note(g, "has an edge that is not a full dependency (programmatic or port edge data)");
       for (size_t i = 0; i < e.first.size() && i < e.second.size(); ++i) {
         auto from = g.by_handle.find(e.first[i]), to = g.by_handle.find(e.second[i]);

@@ -81,15 +81,23 @@ class GraphCaptures {
   // marked as possibly holding nodes the trace does not show).
   BuiltGraph& built(uint64_t graph);
   // A snapshot of `graph` as a child graph node's copy; null when the trace does not show it.
-  std::shared_ptr<const BuiltGraph> child_copy(uint64_t graph) const;
+  std::shared_ptr<const BuiltGraph> child_copy(uint64_t graph);
   // What `graph` runs when instantiated now.
-  void resolve(uint64_t graph, Exec& e) const;
+  void resolve(uint64_t graph, Exec& e);
 
   std::unordered_map<uint64_t, Membership> member_;                    // capturing stream -> capture
   std::unordered_map<uint64_t, std::weak_ptr<CapturedGraph>> events_;  // event -> open capture
   std::unordered_map<uint64_t, std::shared_ptr<const CapturedGraph>> graphs_;
   std::unordered_map<uint64_t, std::shared_ptr<BuiltGraph>> built_;  // explicit graphs, being edited
   std::unordered_map<uint64_t, uint64_t> node_graph_;                 // node handle -> its graph
+  // Captured graphs as a child graph node's copy, made once per graph.
+  std::unordered_map<uint64_t, std::shared_ptr<const BuiltGraph>> captured_snapshots_;
+  uint64_t graph_work_budget_ = kGraphWorkBudget;  // see built_graph.h
+  // An edit of `g`: what was made from its previous version is stale.
+  static void touched(BuiltGraph& g) {
+    g.runnable.reset();
+    g.snapshot.reset();
+  }
   std::unordered_map<uint64_t, Exec> execs_;
   uint32_t next_exec_id_ = 0;
 };

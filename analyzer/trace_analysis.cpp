@@ -543,7 +543,7 @@ void TraceAnalysis::on_built_graph_launch(const GraphLaunch& g, StreamState& s, 
         if (!n.work.empty()) replay_work(n.work_kind, n.work, vs, g.call.thread);
         break;
     }
-    done[i] = hb_.stream(vs).vc;
+    if (n.snapshot) done[i] = hb_.stream(vs).vc;
   }
   current_launch_ = 0;
   VectorClock end;
