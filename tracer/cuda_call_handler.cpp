@@ -525,6 +525,10 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
       if (t_functions.size() >= kFunctionCacheLimit) t_functions.clear();
       facts = &t_functions[call.func];
       facts->recorder = rec_;
+      if (name == nullptr) {  // graph kernel nodes: the callback names no symbol
+        InternalCallGuard guard;
+        name = queries_.function_name(call.func, call.library_kernel);
+      }
       facts->name_id = kernel_name_id(call.func, name);
       {
         InternalCallGuard guard;
