@@ -824,6 +824,15 @@ struct GraphEdgesParams10 {
   size_t numDependencies;
 };
 
+// cudaGraphAddNode of CUDA 12.2 (no edge data); CUDA 13's headers declare only _v12030's.
+struct GraphAddNodeParams12020 {
+  cudaGraphNode_t* pGraphNode;
+  cudaGraph_t graph;
+  const cudaGraphNode_t* pDependencies;
+  size_t numDependencies;
+  cudaGraphNodeParams* nodeParams;
+};
+
 template <typename P, bool Add>
 void graph_edges(const void* raw, CudaCall& c) {
   const P& p = as<P>(raw);
@@ -984,6 +993,7 @@ const CallSpec kTable[] = {
     SR_RT(cudaGraphAddExternalSemaphoresWaitNode_v11020, "cudaGraphAddExternalSemaphoresWaitNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cudaGraphAddExternalSemaphoresWaitNode_v11020), GraphNodeType::kSemaphoreWait>)),
     SR_RT(cudaGraphAddMemAllocNode_v11040, "cudaGraphAddMemAllocNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cudaGraphAddMemAllocNode_v11040), GraphNodeType::kMemAlloc>)),
     SR_RT(cudaGraphAddMemFreeNode_v11040, "cudaGraphAddMemFreeNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cudaGraphAddMemFreeNode_v11040), GraphNodeType::kMemFree>)),
+    SR_RT(cudaGraphAddNode_v12020, "cudaGraphAddNode", kGraphEdit, kLegacy, add_generic_node<GraphAddNodeParams12020>),
     SR_RT(cudaGraphAddNode_v12030, "cudaGraphAddNode", kGraphEdit, kLegacy, add_generic_node<SR_P(cudaGraphAddNode_v12030)>),
     SR_RT(cudaGraphNodeSetParams_v12020, "cudaGraphNodeSetParams", kGraphEdit, kLegacy, set_generic_node<SR_P(cudaGraphNodeSetParams_v12020)>),
     SR_RT(cudaGraphExecNodeSetParams_v12020, "cudaGraphExecNodeSetParams", kGraphEdit, kLegacy, set_generic_node<SR_P(cudaGraphExecNodeSetParams_v12020)>),

@@ -840,6 +840,42 @@ TEST_F(HandlerTest, RuntimeKernelNodeIsRecordedOnceFromTheDriverCallInside) {
   EXPECT_EQ(d.first, (std::vector<uint64_t>{0x6E00}));
 }
 
+TEST_F(HandlerTest, GenericAddNodeReadsTheNodeTypesParameters) {
+  malloc_device(0x7000'0000, 4096);
+  cudaGraph_t g = as_ptr<CUgraph_st>(0x6B00);
+  cudaGraphNode_t n1 = as_ptr<CUgraphNode_st>(0x6E00), n2 = as_ptr<CUgraphNode_st>(0x6E01);
+  cudaGraphNodeParams np{};
+  np.type = cudaGraphNodeTypeMemset;
+  np.memset.dst = as_ptr<void>(0x7000'0000);
+  np.memset.pitch = 256;
+  np.memset.elementSize = 1;
+  np.memset.width = 100;
+  np.memset.height = 3;  // rows 256 bytes apart: bytes 0 .. 2 * 256 + 100
+  cudaGraphAddNode_v12030_params rp{&n1, g, nullptr, nullptr, 0, &np};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddNode_v12030, &rp);
+  CUgraphNodeParams dn{};
+  dn.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  CUgraphNode h2 = n2;
+  CUgraphNode dep = n1;
+  CUgraphEdgeData ed{};
+  ed.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+  cuGraphAddNode_v2_params dp{&h2, g, &dep, &ed, 1, &dn};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2, &dp);
+  auto t = finish();
+  ASSERT_EQ(t.of(RecordKind::kGraphEdit).size(), 2u);
+  auto a = edit_at(t, 0);
+  EXPECT_EQ(a.head.type, trace::GraphNodeType::kMemset);
+  trace::Memset m;
+  ASSERT_EQ(a.payload.size(), sizeof(m));
+  std::memcpy(&m, a.payload.data(), sizeof(m));
+  EXPECT_EQ(m.bytes, 2u * 256 + 100);
+  auto b = edit_at(t, 1);
+  EXPECT_EQ(b.head.type, trace::GraphNodeType::kConditional);
+  EXPECT_EQ(b.head.flags, uint16_t(trace::kEditEdgeNotFull));
+  EXPECT_EQ(b.first, (std::vector<uint64_t>{0x6E00}));
+  EXPECT_TRUE(b.payload.empty());
+}
+
 TEST_F(HandlerTest, TracerOwnCallsAreIgnored) {
   {
     InternalCallGuard guard;
