@@ -103,6 +103,7 @@ void GraphCaptures::graph_call(const GraphCall& g) {
       auto [e, inserted] = execs_.try_emplace(g.graph_exec);
       if (inserted) e->second.id = next_exec_id_++;
       resolve(g.graph, e->second);
+      e->second.unsupported.clear();  // every node now runs the new graph's parameters
       return;
     }
     case GraphAction::kExecDestroy:
@@ -224,7 +225,25 @@ void GraphCaptures::graph_edit(const GraphEditParts& e) {
     }
     case GraphEditAction::kSetNode: {
       auto ng = node_graph_.find(h.node);
-      if (ng == node_graph_.end()) return;  // a node of a graph the trace does not show
+      if (ng == node_graph_.end()) {
+        // A node the trace never saw added: one of a captured graph's (their nodes have no
+        // handles in the trace), or of a graph made before tracing. Which graph is unknown, so
+        // every captured graph instantiated from now on may run changed parameters.
+        for (auto& [handle, cap] : graphs_) {
+          if (!cap->unsupported.empty()) continue;
+          if (graph_work_budget_ < cap->nodes.size() + 1) {
+            graph_work_budget_ = 0;
+          } else {
+            graph_work_budget_ -= cap->nodes.size() + 1;
+          }
+          auto copy = std::make_shared<CapturedGraph>(*cap);
+          copy->unsupported = "may have had a node's parameters set (cudaGraph*NodeSetParams on a node the trace "
+                              "never saw added)";
+          cap = std::move(copy);
+          captured_snapshots_.erase(handle);
+        }
+        return;
+      }
       BuiltGraph& g = built(ng->second);
       auto it = g.by_handle.find(h.node);
       if (it == g.by_handle.end()) return;
@@ -237,7 +256,13 @@ void GraphCaptures::graph_edit(const GraphEditParts& e) {
     }
     case GraphEditAction::kExecSetNode: {
       auto ex = execs_.find(h.graph);
-      if (ex == execs_.end() || !ex->second.built) return;  // an exec the analyzer does not run anyway
+      if (ex == execs_.end()) return;  // an exec the analyzer does not run anyway
+      if (!ex->second.built) {
+        if (ex->second.graph && ex->second.unsupported.empty())
+          ex->second.unsupported = "had node parameters set in the exec (cudaGraphExec*NodeSetParams) on a captured "
+                                   "graph's node, which the trace cannot name";
+        return;
+      }
       std::shared_ptr<RunnableGraph> copy;
       if (graph_work_budget_ < ex->second.built->nodes.size() + 1) {
         copy = std::make_shared<RunnableGraph>();

@@ -68,6 +68,7 @@ class GraphCaptures {
     std::shared_ptr<const RunnableGraph> built;  // or made with the explicit graph API
     uint32_t id = 0;                             // dense, one per instantiation
     bool device_launch = false;                  // may be launched from the device (unseen)
+    std::string unsupported;                     // non-empty: this exec's launches are not analysed
   };
   const Exec* exec(uint64_t handle) const;
 

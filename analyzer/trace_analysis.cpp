@@ -453,7 +453,11 @@ void TraceAnalysis::on_graph_launch(const GraphLaunch& g) {
   if (!ex)
     why = "the executable graph was never instantiated in the trace (a trace written before format 1.1, or an "
           "exec made elsewhere)";
-  else if (ex->built) {
+  else if (!ex->unsupported.empty()) {
+    ++unanalysed_launches_;
+    ++unanalysed_why_["the exec " + ex->unsupported];
+    return;
+  } else if (ex->built) {
     if (ex->built->unsupported.empty()) return on_built_graph_launch(g, s, *ex);
     ++unanalysed_launches_;
     ++unanalysed_why_["the graph " + ex->built->unsupported];
