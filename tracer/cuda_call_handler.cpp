@@ -329,9 +329,10 @@ void CudaCallHandler::graph_edit(const CudaCall& call, const Emission& e, uint32
   g.action = call.edit;
   g.type = call.node_type;
   g.flags = call.edit_flags;
-  // The body holds at most 64 KiB: dependencies beyond this bound are left out and said so
-  // (the analyzer then does not run the graph); edges are split over several records.
-  constexpr size_t kMaxHandles = 4096;
+  // A body holds less than 64 KiB: dependencies beyond 4096 (or the room a node's work leaves)
+  // are left out and said so (the analyzer then does not run the graph); edges are split over
+  // records of 2048 pairs.
+  constexpr size_t kMaxHandles = 4096, kMaxEdges = 2048;
   const bool edges = call.edit == GraphEditAction::kAddEdges || call.edit == GraphEditAction::kRemoveEdges;
   thread_local std::vector<uint64_t> words;
   thread_local std::vector<uint8_t> tail;
@@ -339,8 +340,8 @@ void CudaCallHandler::graph_edit(const CudaCall& call, const Emission& e, uint32
   if (edges) {
     if (call.deps == nullptr || call.edges_to == nullptr) return;
     const trace::CallInfo info = call_info(e.api);
-    for (size_t at = 0; at < call.ndeps; at += kMaxHandles) {
-      const size_t n = std::min(kMaxHandles, call.ndeps - at);
+    for (size_t at = 0; at < call.ndeps; at += kMaxEdges) {
+      const size_t n = std::min(kMaxEdges, call.ndeps - at);
       words.clear();
       for (size_t i = 0; i < n; ++i) words.push_back(handle(call.deps, at + i));
       for (size_t i = 0; i < n; ++i) words.push_back(handle(call.edges_to, at + i));
@@ -351,24 +352,15 @@ void CudaCallHandler::graph_edit(const CudaCall& call, const Emission& e, uint32
     return;
   }
   g.call = call_info(e.api);
-  tail.clear();
-  auto append = [&](const void* p, size_t n) {
-    const size_t at = tail.size();
-    tail.resize(at + n);
-    std::memcpy(tail.data() + at, p, n);
+  // The node's work first: the dependencies get the room it leaves.
+  thread_local std::vector<uint8_t> work;
+  work.clear();
+  auto append = [](std::vector<uint8_t>& to, const void* p, size_t n) {
+    const size_t at = to.size();
+    to.resize(at + n);
+    std::memcpy(to.data() + at, p, n);
   };
-  if (call.edit == GraphEditAction::kAddNode && call.deps != nullptr) {
-    size_t n = call.ndeps;
-    if (n > kMaxHandles) {
-      n = kMaxHandles;
-      g.flags |= kEditDepsLeftOut;
-    }
-    g.count = uint32_t(n);
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t h = handle(call.deps, i);
-      append(&h, sizeof(h));
-    }
-  }
+  constexpr size_t kRoom = 0xFFFF - sizeof(GraphEdit);
   const bool params = call.edit == GraphEditAction::kAddNode || call.edit == GraphEditAction::kSetNode ||
                       call.edit == GraphEditAction::kExecSetNode;
   if (params && !(g.flags & kEditParamsUnknown)) {
@@ -378,15 +370,23 @@ void CudaCallHandler::graph_edit(const CudaCall& call, const Emission& e, uint32
         thread_local std::vector<uint64_t> ptrs;
         kernel_head(call, e, 0, device, h, ptrs);
         h.call = g.call;
-        append(&h, sizeof(h));
-        if (!ptrs.empty()) append(ptrs.data(), ptrs.size() * sizeof(uint64_t));
+        size_t n = ptrs.size();
+        if (sizeof(h) + n * sizeof(uint64_t) > kRoom) {
+          // More pointer words than a record holds: the node's accesses would be incomplete.
+          n = 0;
+          g.flags |= kEditParamsUnknown;
+          break;
+        }
+        h.nptrs = uint32_t(n);
+        append(work, &h, sizeof(h));
+        if (n) append(work, ptrs.data(), n * sizeof(uint64_t));
         break;
       }
       case GraphNodeType::kMemcpy: {
         Memcpy m = memcpy_record(call, e, 0, device);
         m.is_async = 1;
         m.call = g.call;
-        append(&m, sizeof(m));
+        append(work, &m, sizeof(m));
         break;
       }
       case GraphNodeType::kMemset: {
@@ -398,13 +398,28 @@ void CudaCallHandler::graph_edit(const CudaCall& call, const Emission& e, uint32
         m.device = device;
         m.is_async = 1;
         m.dst_mem = mem_kind(call.ptr);
-        append(&m, sizeof(m));
+        append(work, &m, sizeof(m));
         break;
       }
       default:
         break;
     }
   }
+  tail.clear();
+  if (call.edit == GraphEditAction::kAddNode && call.deps != nullptr) {
+    size_t n = call.ndeps;
+    const size_t fit = std::min(kMaxHandles, (kRoom - work.size()) / sizeof(uint64_t));
+    if (n > fit) {
+      n = fit;
+      g.flags |= kEditDepsLeftOut;
+    }
+    g.count = uint32_t(n);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t h = handle(call.deps, i);
+      append(tail, &h, sizeof(h));
+    }
+  }
+  tail.insert(tail.end(), work.begin(), work.end());
   rec_->add_raw(RecordKind::kGraphEdit, &g, sizeof(g), tail.data(), tail.size());
 }
 

@@ -117,3 +117,4 @@ if [ "${OVERHEAD:-1}" = 1 ]; then
   fi
 fi
 echo "batch done in $(( $(date +%s) - T0 )) s"
+sleep 1  # let tee finish batch.log

@@ -876,6 +876,30 @@ TEST_F(HandlerTest, GenericAddNodeReadsTheNodeTypesParameters) {
   EXPECT_TRUE(b.payload.empty());
 }
 
+TEST_F(HandlerTest, ManyDependenciesAndEdgesStayInsideARecord) {
+  cudaGraph_t g = as_ptr<CUgraph_st>(0x6B00);
+  std::vector<cudaGraphNode_t> from(5000), to(5000);
+  for (size_t i = 0; i < from.size(); ++i) {
+    from[i] = as_ptr<CUgraphNode_st>(0x10000 + i);
+    to[i] = as_ptr<CUgraphNode_st>(0x20000 + i);
+  }
+  cudaGraphNode_t n = as_ptr<CUgraphNode_st>(0x6E00);
+  cudaGraphAddEmptyNode_v10000_params en{&n, g, from.data(), from.size()};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddEmptyNode_v10000, &en);
+  cudaGraphAddDependencies_v12030_params dep{g, from.data(), to.data(), nullptr, from.size()};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddDependencies_v12030, &dep);
+  auto t = finish();
+  ASSERT_EQ(t.of(RecordKind::kGraphEdit).size(), 4u);  // the node, then 2048 + 2048 + 904 edges
+  auto node = edit_at(t, 0);
+  EXPECT_EQ(node.head.count, 4096u);
+  EXPECT_EQ(node.head.flags, uint16_t(trace::kEditDepsLeftOut));
+  EXPECT_EQ(edit_at(t, 1).first.size(), 2048u);
+  auto last = edit_at(t, 3);
+  ASSERT_EQ(last.first.size(), 904u);
+  EXPECT_EQ(last.first.back(), 0x10000u + 4999);
+  EXPECT_EQ(last.second.back(), 0x20000u + 4999);
+}
+
 TEST_F(HandlerTest, TracerOwnCallsAreIgnored) {
   {
     InternalCallGuard guard;
