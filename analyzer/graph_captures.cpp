@@ -244,7 +244,9 @@ void GraphCaptures::graph_edit(const GraphEditParts& e) {
         }
         return;
       }
-      BuiltGraph& g = built(ng->second);
+      auto gi = built_.find(ng->second);
+      if (gi == built_.end()) return;  // its graph was destroyed
+      BuiltGraph& g = *gi->second;
       auto it = g.by_handle.find(h.node);
       if (it == g.by_handle.end()) return;
       touched(g);
@@ -298,7 +300,12 @@ void GraphCaptures::graph_edit(const GraphEditParts& e) {
     case GraphEditAction::kDestroyNode: {
       auto ng = node_graph_.find(h.node);
       if (ng == node_graph_.end()) return;
-      BuiltGraph& g = built(ng->second);
+      auto gi = built_.find(ng->second);
+      if (gi == built_.end()) {
+        node_graph_.erase(ng);
+        return;
+      }
+      BuiltGraph& g = *gi->second;
       touched(g);
       auto it = g.by_handle.find(h.node);
       if (it != g.by_handle.end()) {
