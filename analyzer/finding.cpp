@@ -141,7 +141,13 @@ void describe_missing_edge(Finding& f, uint32_t seen_clock, uint32_t earlier_clo
   // (the labels name the capture streams); against anything else it goes around the launch.
   const bool e_node = e.graph_launch.has_value(), l_node = l.graph_launch.has_value();
   const bool same_launch = e_node && l_node && e.graph_launch->seq == l.graph_launch->seq;
-  if (same_launch) {
+  if (same_launch && e.graph_launch->built) {
+    f.fix = fmt::format(
+        "Both are nodes of one CUDA graph launch with no path between them. Give the graph the edge: make the node "
+        "of {} ({}) a dependency of the node of {} ({}). CUDA: cudaGraphAddDependencies(graph, &from, &to, 1), or "
+        "name the earlier node in the later one's dependencies when adding it.",
+        e.op, site_of(e), l.op, site_of(l));
+  } else if (same_launch) {
     f.fix = fmt::format(
         "Both are nodes of one CUDA graph launch with no path between them. Inside the capture, record an event on "
         "{} right after {} ({}) and make {} wait on it right before {} ({}), so the graph gets the edge. CUDA: "
@@ -154,13 +160,16 @@ void describe_missing_edge(Finding& f, uint32_t seen_clock, uint32_t earlier_clo
       a.stack = g.stack;
       return site_of(a);
     };
+    auto made = [](const GraphLaunchSite& g) { return g.built ? "added" : "captured"; };
     const std::string after =
-        e_node ? fmt::format("{} right after the graph launch ({} at {}, whose node {} captured at {} is the earlier access)",
-                             e.graph_launch->stream_label, e.graph_launch->api, launch_site(*e.graph_launch), e.op, site_of(e))
+        e_node ? fmt::format("{} right after the graph launch ({} at {}, whose node {} {} at {} is the earlier access)",
+                             e.graph_launch->stream_label, e.graph_launch->api, launch_site(*e.graph_launch), e.op,
+                             made(*e.graph_launch), site_of(e))
                : fmt::format("{} right after {} ({})", e.stream_label, e.op, site_of(e));
     const std::string before =
-        l_node ? fmt::format("{} wait on it right before the graph launch ({} at {}, whose node {} captured at {} is the later access)",
-                             l.graph_launch->stream_label, l.graph_launch->api, launch_site(*l.graph_launch), l.op, site_of(l))
+        l_node ? fmt::format("{} wait on it right before the graph launch ({} at {}, whose node {} {} at {} is the later access)",
+                             l.graph_launch->stream_label, l.graph_launch->api, launch_site(*l.graph_launch), l.op,
+                             made(*l.graph_launch), site_of(l))
                : fmt::format("{} wait on it right before {} ({})", l.stream_label, l.op, site_of(l));
     f.fix = fmt::format(
         "Record an event on {} and make {}. A graph node cannot be ordered on its own from outside the graph: the "

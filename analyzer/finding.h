@@ -40,6 +40,7 @@ struct GraphLaunchSite {
   std::string stream_label;
   uint32_t thread = 0;
   std::vector<Frame> stack;  // innermost first
+  bool built = false;        // the graph was built with the explicit API (not captured); not in JSON
 };
 
 struct Access {

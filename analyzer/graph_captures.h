@@ -8,6 +8,9 @@
 // event record, stream wait) is a node, kept in issue order with its branch: stream order
 // within a branch and record/wait pairs inside the capture are the graph's edges. The
 // capture ends on its origin stream, and cudaStreamEndCapture names the graph it made.
+//
+// Graphs built with the explicit graph API (GraphEdit records) are BuiltGraphs
+// (analyzer/built_graph.h); an exec instantiated from one runs its RunnableGraph.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +19,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analyzer/built_graph.h"
+#include "traceformat/call_stream.h"
 #include "traceformat/records.h"
 #include "traceformat/trace_file.h"
 
@@ -55,10 +60,15 @@ class GraphCaptures {
   // A call that makes the capture on `stream` (if any) unsupported.
   void mark_unsupported(uint64_t stream, const std::string& why);
   void graph_call(const trace::GraphCall& g);
+  // The explicit graph API: a graph created or cloned, a node added, set, destroyed, edges.
+  void graph_edit(const trace::GraphEditParts& e);
 
   struct Exec {
     std::shared_ptr<const CapturedGraph> graph;  // null: not made by a capture the trace shows
+    std::shared_ptr<const RunnableGraph> built;  // or made with the explicit graph API
     uint32_t id = 0;                             // dense, one per instantiation
+    bool device_launch = false;                  // may be launched from the device (unseen)
+    std::string unsupported;                     // non-empty: this exec's launches are not analysed
   };
   const Exec* exec(uint64_t handle) const;
 
@@ -68,10 +78,27 @@ class GraphCaptures {
     uint32_t branch = 0;
   };
   void add_node(Membership& m, const trace::RecordView& r);
+  // The explicit graph `graph` (one made by a capture becomes one; an unknown one is created,
+  // marked as possibly holding nodes the trace does not show).
+  BuiltGraph& built(uint64_t graph);
+  // A snapshot of `graph` as a child graph node's copy; null when the trace does not show it.
+  std::shared_ptr<const BuiltGraph> child_copy(uint64_t graph);
+  // What `graph` runs when instantiated now.
+  void resolve(uint64_t graph, Exec& e);
 
   std::unordered_map<uint64_t, Membership> member_;                    // capturing stream -> capture
   std::unordered_map<uint64_t, std::weak_ptr<CapturedGraph>> events_;  // event -> open capture
   std::unordered_map<uint64_t, std::shared_ptr<const CapturedGraph>> graphs_;
+  std::unordered_map<uint64_t, std::shared_ptr<BuiltGraph>> built_;  // explicit graphs, being edited
+  std::unordered_map<uint64_t, uint64_t> node_graph_;                 // node handle -> its graph
+  // Captured graphs as a child graph node's copy, made once per graph.
+  std::unordered_map<uint64_t, std::shared_ptr<const BuiltGraph>> captured_snapshots_;
+  uint64_t graph_work_budget_ = kGraphWorkBudget;  // see built_graph.h
+  // An edit of `g`: what was made from its previous version is stale.
+  static void touched(BuiltGraph& g) {
+    g.runnable.reset();
+    g.snapshot.reset();
+  }
   std::unordered_map<uint64_t, Exec> execs_;
   uint32_t next_exec_id_ = 0;
 };

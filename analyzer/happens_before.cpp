@@ -72,6 +72,14 @@ void HappensBefore::event_recorded(uint64_t event, uint64_t stream, uint32_t thr
   e.snapshot = s.vc;
 }
 
+void HappensBefore::event_set(uint64_t event, uint64_t stream, uint64_t seq, const VectorClock& snapshot) {
+  EventState& e = events_[event];
+  e.recorded = true;
+  e.stream = stream;
+  e.record_seq = seq;
+  e.snapshot = snapshot;
+}
+
 void HappensBefore::stream_waits(uint64_t stream_handle, uint64_t event, uint32_t thread) {
   StreamState& s = stream(stream_handle);
   apply_host(s, thread);

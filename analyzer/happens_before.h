@@ -75,6 +75,8 @@ class HappensBefore {
   void event_created(uint64_t event);
   // cudaEventRecord(e, S): e's snapshot becomes S's clock (replacing any earlier record).
   void event_recorded(uint64_t event, uint64_t stream, uint32_t thread, uint64_t seq);
+  // An event record node of a graph launch: e's snapshot becomes `snapshot` (the node's point).
+  void event_set(uint64_t event, uint64_t stream, uint64_t seq, const VectorClock& snapshot);
   // cudaStreamWaitEvent(S, e): S joins e's latest snapshot; never recorded = no edge.
   void stream_waits(uint64_t stream, uint64_t event, uint32_t thread);
 

@@ -237,8 +237,19 @@ void TraceAnalysis::dispatch(const RecordView& r) {
         unnamed_captured_ops_ += captures_.end(c.stream, c.graph);
       return;
     }
-    case RecordKind::kGraphCall:
-      captures_.graph_call(r.as<GraphCall>());
+    case RecordKind::kGraphCall: {
+      auto g = r.as<GraphCall>();
+      captures_.graph_call(g);
+      if (g.action == GraphAction::kInstantiate && (g.flags & kGraphDeviceLaunch)) {
+        // Launches from the device (cudaGraphLaunch in a kernel) are never seen: partial.
+        ++unanalysed_launches_;
+        ++unanalysed_why_["the exec was instantiated for device launch (cudaGraphInstantiateFlagDeviceLaunch): its "
+                          "launches from the device are not seen (counted once per exec)"];
+      }
+      return;
+    }
+    case RecordKind::kGraphEdit:
+      captures_.graph_edit(graph_edit_parts(r));
       return;
     case RecordKind::kOpTiming:
       return;
@@ -442,9 +453,18 @@ void TraceAnalysis::on_graph_launch(const GraphLaunch& g) {
   if (!ex)
     why = "the executable graph was never instantiated in the trace (a trace written before format 1.1, or an "
           "exec made elsewhere)";
-  else if (!ex->graph)
-    why = "the graph was not made by a stream capture the trace shows (the explicit graph API, or "
-          "cudaGraphExecUpdate from such a graph)";
+  else if (!ex->unsupported.empty()) {
+    ++unanalysed_launches_;
+    ++unanalysed_why_["the exec " + ex->unsupported];
+    return;
+  } else if (ex->built) {
+    if (ex->built->unsupported.empty()) return on_built_graph_launch(g, s, *ex);
+    ++unanalysed_launches_;
+    ++unanalysed_why_["the graph " + ex->built->unsupported];
+    return;
+  } else if (!ex->graph)
+    why = "the graph was made neither by a stream capture nor by explicit graph calls the trace shows (a trace "
+          "written before format 1.2, or a graph made before tracing began)";
   if (why || !ex->graph->unsupported.empty()) {
     ++unanalysed_launches_;
     ++unanalysed_why_[why ? why : "the graph " + ex->graph->unsupported];
@@ -480,6 +500,87 @@ void TraceAnalysis::on_graph_launch(const GraphLaunch& g) {
   for (size_t b = 0; b < graph.streams.size(); ++b) end.join(hb_.stream(run.branches[b]).vc);
   hb_.stream(g.stream).vc.join(end);  // what follows on the launch stream waits for every node
   run.end = std::move(end);
+}
+
+void TraceAnalysis::on_built_graph_launch(const GraphLaunch& g, StreamState& s, const GraphCaptures::Exec& ex) {
+  const RunnableGraph& graph = *ex.built;
+  launches_.push_back(LaunchSite{g.call.seq, g.graph_exec, g.stream, g.call.stack_id, g.call.api_id, g.call.thread, true});
+  current_launch_ = uint32_t(launches_.size());
+  ExecRun& run = exec_runs_[ex.id];
+  VectorClock entry = s.vc;
+  entry.join(run.end);
+  const std::string label = s.label();
+  launch_labels_.push_back(label);
+  const uint32_t device = s.device;
+  while (run.branches.size() < graph.branches)
+    run.branches.push_back(trace::kGraphBranchStreamTag | next_virtual_stream_++);
+  for (uint32_t b = 0; b < graph.branches; ++b) {
+    StreamState& v = hb_.stream(run.branches[b]);
+    v.known = true;
+    v.blocking = false;
+    v.device = device;
+    v.shown_handle = g.stream;
+    v.captured_on = g.stream;
+    v.graph_label = fmt::format("branch {} of CUDA graph exec {:#x} (launched on {})", b, g.graph_exec, label);
+    v.vc.join(entry);
+  }
+  // Event wait nodes see the records issued before the launch (a record node of this launch
+  // orders a wait of it only through the graph's own edges).
+  std::unordered_map<uint64_t, VectorClock> before;
+  for (const RunnableGraph::Node& n : graph.nodes)
+    if (n.type == GraphNodeType::kEventWait && !before.count(n.event))
+      if (const EventState* es = hb_.event(n.event); es && es->recorded) before[n.event] = es->snapshot;
+  std::vector<VectorClock> done(graph.nodes.size());
+  std::vector<std::pair<uint64_t, uint32_t>> records;  // event, node
+  for (uint32_t i = 0; i < graph.nodes.size(); ++i) {
+    const RunnableGraph::Node& n = graph.nodes[i];
+    const uint64_t vs = run.branches[n.branch];
+    for (uint32_t d : n.deps) hb_.stream(vs).vc.join(done[d]);
+    switch (n.type) {
+      case GraphNodeType::kEventWait:
+        if (auto it = before.find(n.event); it != before.end()) hb_.stream(vs).vc.join(it->second);
+        break;
+      case GraphNodeType::kEventRecord:
+        records.emplace_back(n.event, i);
+        break;
+      default:
+        if (!n.work.empty()) replay_work(n.work_kind, n.work, vs, g.call.thread);
+        break;
+    }
+    if (n.snapshot) done[i] = hb_.stream(vs).vc;
+  }
+  current_launch_ = 0;
+  VectorClock end;
+  for (uint32_t b = 0; b < graph.branches; ++b) end.join(hb_.stream(run.branches[b]).vc);
+  hb_.stream(g.stream).vc.join(end);
+  run.end = std::move(end);
+  // A record node's event holds the point of the node (what its dependencies ordered).
+  for (const auto& [event, i] : records) hb_.event_set(event, run.branches[graph.nodes[i].branch], g.call.seq, done[i]);
+}
+
+void TraceAnalysis::replay_work(RecordKind kind, const std::vector<uint8_t>& body, uint64_t stream, uint32_t thread) {
+  const RecordView r{kind, std::span<const uint8_t>(body)};
+  auto place = [&](auto rec) {
+    rec.stream = stream;
+    rec.call.thread = thread;
+    return rec;
+  };
+  switch (kind) {
+    case RecordKind::kKernelLaunch:
+      on_kernel(place(r.as<KernelLaunchHead>()), r.tail<KernelLaunchHead>());
+      return;
+    case RecordKind::kMemcpy:
+      on_memcpy(place(r.as<Memcpy>()));
+      return;
+    case RecordKind::kMemset:
+      on_memset(place(r.as<Memset>()));
+      return;
+    case RecordKind::kNcclCall:
+      on_nccl(place(r.as<NcclCall>()));
+      return;
+    default:
+      return;
+  }
 }
 
 void TraceAnalysis::replay_node(const CapturedNode& node, uint64_t stream, uint32_t thread,
@@ -684,7 +785,7 @@ Access TraceAnalysis::make_access(const AccessEpoch& e, uint64_t stream, const s
     const LaunchSite& l = launches_[e.launch - 1];
     a.graph_launch =
         GraphLaunchSite{str(l.api_id), l.seq, l.graph_exec, l.stream, launch_labels_[e.launch - 1], l.thread,
-                        resolve_stack(l.stack_id)};
+                        resolve_stack(l.stack_id), l.built};
   }
   return a;
 }

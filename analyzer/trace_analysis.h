@@ -68,6 +68,10 @@ class TraceAnalysis {
   // capture branch, after what precedes the launch on its stream (and the exec's previous
   // launch); what follows on that stream runs after all of them.
   void on_graph_launch(const trace::GraphLaunch& g);
+  // cudaGraphLaunch of a graph built with the explicit API: each node runs on its branch's
+  // virtual stream after its dependencies; the same entry and exit rules as a captured graph.
+  void on_built_graph_launch(const trace::GraphLaunch& g, StreamState& s, const GraphCaptures::Exec& ex);
+  void replay_work(trace::RecordKind kind, const std::vector<uint8_t>& body, uint64_t stream, uint32_t thread);
   void replay_node(const CapturedNode& node, uint64_t stream, uint32_t thread,
                    std::unordered_map<uint64_t, VectorClock>& events);
   // When an access ran, in call order: a graph node's launch, else its own call.
@@ -122,6 +126,7 @@ class TraceAnalysis {
   struct LaunchSite {
     uint64_t seq, graph_exec, stream;
     uint32_t stack_id, api_id, thread;
+    bool built = false;  // a graph built with the explicit API (not captured)
   };
   std::vector<LaunchSite> launches_;  // analysed graph launches, in call order
   std::vector<std::string> launch_labels_;  // their streams' labels

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace streamrace::trace {
@@ -91,10 +92,62 @@ size_t record_fixed_size(RecordKind kind) {
     case RecordKind::kGraphLaunch: return sizeof(GraphLaunch);
     case RecordKind::kStreamCapture: return kStreamCaptureFixed10;  // 1.1 appended `graph`
     case RecordKind::kGraphCall: return sizeof(GraphCall);
+    case RecordKind::kGraphEdit: return sizeof(GraphEdit);
     case RecordKind::kOpTiming: return sizeof(OpTiming);
     case RecordKind::kNotice: return sizeof(NoticeHead);
   }
   return 0;
+}
+
+std::optional<RecordKind> graph_node_payload_kind(const GraphEdit& g) {
+  if (g.action != GraphEditAction::kAddNode && g.action != GraphEditAction::kSetNode &&
+      g.action != GraphEditAction::kExecSetNode)
+    return std::nullopt;
+  switch (g.type) {
+    case GraphNodeType::kKernel: return RecordKind::kKernelLaunch;
+    case GraphNodeType::kMemcpy: return RecordKind::kMemcpy;
+    case GraphNodeType::kMemset: return RecordKind::kMemset;
+    default: return std::nullopt;
+  }
+}
+
+const char* graph_node_type_name(GraphNodeType t) {
+  switch (t) {
+    case GraphNodeType::kKernel: return "kernel";
+    case GraphNodeType::kMemcpy: return "memcpy";
+    case GraphNodeType::kMemset: return "memset";
+    case GraphNodeType::kHost: return "host";
+    case GraphNodeType::kChildGraph: return "child graph";
+    case GraphNodeType::kEmpty: return "empty";
+    case GraphNodeType::kEventWait: return "event wait";
+    case GraphNodeType::kEventRecord: return "event record";
+    case GraphNodeType::kSemaphoreSignal: return "external semaphore signal";
+    case GraphNodeType::kSemaphoreWait: return "external semaphore wait";
+    case GraphNodeType::kMemAlloc: return "memory allocation";
+    case GraphNodeType::kMemFree: return "memory free";
+    case GraphNodeType::kBatchMemOp: return "batch memory operation";
+    case GraphNodeType::kConditional: return "conditional";
+    case GraphNodeType::kUnknown: break;
+  }
+  return "unknown";
+}
+
+GraphEditParts graph_edit_parts(const RecordView& r) {
+  GraphEditParts p;
+  p.head = r.as<GraphEdit>();
+  const bool edges = p.head.action == GraphEditAction::kAddEdges || p.head.action == GraphEditAction::kRemoveEdges;
+  const size_t n = p.head.action == GraphEditAction::kAddNode || edges ? p.head.count : 0;
+  size_t at = sizeof(GraphEdit);
+  auto words = [&](std::vector<uint64_t>& out) {
+    const size_t fit = at <= r.body.size() ? (r.body.size() - at) / sizeof(uint64_t) : 0;
+    out.resize(std::min(n, fit));
+    if (!out.empty()) std::memcpy(out.data(), r.body.data() + at, out.size() * sizeof(uint64_t));
+    at += out.size() * sizeof(uint64_t);
+  };
+  words(p.first);
+  if (edges) words(p.second);
+  if (at < r.body.size()) p.payload = r.body.subspan(at);
+  return p;
 }
 
 CallStream::CallStream(const std::string& path) : reader_(path) {}
@@ -140,6 +193,29 @@ void CallStream::check(const RecordView& r) {
       if (size_t(k.nptrs) * sizeof(uint64_t) > r.body.size() - fixed)
         bad(fmt::format("nptrs {} does not fit in its {} bytes of pointers", k.nptrs, r.body.size() - fixed));
       check_id("kernel name id", k.name_id);
+      break;
+    }
+    case RecordKind::kGraphEdit: {
+      auto g = r.as<GraphEdit>();
+      const bool edges = g.action == GraphEditAction::kAddEdges || g.action == GraphEditAction::kRemoveEdges;
+      const size_t words = g.action == GraphEditAction::kAddNode ? 1 : edges ? 2 : 0;
+      const size_t room = r.body.size() - fixed;
+      if (size_t(g.count) * words * sizeof(uint64_t) > room)
+        bad(fmt::format("count {} does not fit in its {} bytes of {}", g.count, room, edges ? "edges" : "dependencies"));
+      const auto payload = r.body.subspan(fixed + size_t(g.count) * words * sizeof(uint64_t));
+      if (const auto kind = graph_node_payload_kind(g); kind && !payload.empty()) {
+        const size_t need = record_fixed_size(*kind);
+        if (payload.size() < need)
+          bad(fmt::format("{} node parameters of {} bytes are shorter than the {} bytes of a {} record", graph_node_type_name(g.type),
+                          payload.size(), need, record_kind_name(*kind)));
+        if (*kind == RecordKind::kKernelLaunch) {
+          KernelLaunchHead k;
+          std::memcpy(&k, payload.data(), sizeof(k));
+          if (size_t(k.nptrs) * sizeof(uint64_t) > payload.size() - need)
+            bad(fmt::format("kernel node nptrs {} does not fit in its {} bytes of pointers", k.nptrs, payload.size() - need));
+          check_id("kernel name id", k.name_id);
+        }
+      }
       break;
     }
     default:

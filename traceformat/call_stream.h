@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -60,6 +61,18 @@ class TraceDictionary {
 
 // The fixed part every body of `kind` must hold (0: unknown kind, skipped by consumers).
 size_t record_fixed_size(RecordKind kind);
+
+// A GraphEdit record's parts (CallStream has checked that they fit).
+struct GraphEditParts {
+  GraphEdit head;
+  std::vector<uint64_t> first;   // kAddNode: dependencies; edges: `from`
+  std::vector<uint64_t> second;  // edges: `to`
+  std::span<const uint8_t> payload;  // the node's work as a record body (kernel, memcpy, memset), or empty
+};
+GraphEditParts graph_edit_parts(const RecordView& r);
+// The record kind a node's parameters are written as (kernel, memcpy, memset nodes, added or set).
+std::optional<RecordKind> graph_node_payload_kind(const GraphEdit& g);
+const char* graph_node_type_name(GraphNodeType t);
 
 struct CallStreamStats {
   uint64_t delivered = 0;   // records handed to the consumer

@@ -16,7 +16,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the trace format is li
 
 inline constexpr char kFileMagic[8] = {'S', 'R', 'A', 'C', 'E', 'T', 'R', 'C'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 1;  // 1.1: StreamCapture.graph, GraphCall
+inline constexpr uint16_t kVersionMinor = 2;  // 1.1: StreamCapture.graph, GraphCall; 1.2: GraphEdit, GraphCall.flags
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843;  // "CHNK"
 inline constexpr uint32_t kMaxChunkBytes = 64u << 20;  // sanity bound on raw and stored size
 inline constexpr uint32_t kMaxHeaderBytes = 1u << 20;
@@ -59,6 +59,7 @@ enum class RecordKind : uint16_t {
   kGraphLaunch = 60,
   kStreamCapture = 61,
   kGraphCall = 62,  // instantiate, exec update, destroy; capture dependencies updated
+  kGraphEdit = 63,  // 1.2: the explicit graph API (graphs created, cloned; nodes, edges, node parameters)
   kOpTiming = 70,
   kNotice = 80,
 };
@@ -439,6 +440,11 @@ enum class GraphAction : uint32_t {
   kGraphDestroy = 4,    // cudaGraphDestroy: graph
   kCaptureDependencies = 5,  // cudaStreamUpdateCaptureDependencies on `stream`: not modelled
 };
+enum GraphCallFlags : uint32_t {
+  // 1.2, instantiate: the exec may be launched from the device (cudaGraphInstantiateFlagDeviceLaunch);
+  // such launches are not seen. 0 in traces before 1.2 (the field was `reserved`).
+  kGraphDeviceLaunch = 1u << 0,
+};
 struct GraphCall {
   SR_RECORD(kGraphCall);
   CallInfo call;
@@ -446,8 +452,61 @@ struct GraphCall {
   uint64_t graph_exec;
   uint64_t stream;
   GraphAction action;
-  uint32_t reserved;
+  uint32_t flags;  // GraphCallFlags (was `reserved`, always 0, before 1.2)
 };
+
+// The explicit graph API (1.2). One record per call that changes what a graph holds. The
+// analyzer rebuilds each graph from them and runs a launch of an exec made from it like a
+// captured one (analyzer/graph_captures.h).
+enum class GraphEditAction : uint8_t {
+  kCreate = 1,       // cudaGraphCreate: `graph`
+  kClone = 2,        // cudaGraphClone: `graph` is the clone of `other`
+  kAddNode = 3,      // cudaGraphAdd*Node, cudaGraphAddNode: `node` into `graph`, after `count` dependencies
+  kSetNode = 4,      // cudaGraph*NodeSetParams, cudaGraphNodeSetParams: `node`'s new parameters (in its graph)
+  kExecSetNode = 5,  // cudaGraphExec*NodeSetParams, cudaGraphExecNodeSetParams: in exec `graph` only
+  kDestroyNode = 6,  // cudaGraphDestroyNode: `node` and its edges
+  kAddEdges = 7,     // cudaGraphAddDependencies: `count` edges from[i] -> to[i] in `graph`
+  kRemoveEdges = 8,  // cudaGraphRemoveDependencies
+};
+// The node's type; the values are CUDA's cudaGraphNodeType.
+enum class GraphNodeType : uint8_t {
+  kKernel = 0,
+  kMemcpy = 1,
+  kMemset = 2,
+  kHost = 3,
+  kChildGraph = 4,
+  kEmpty = 5,
+  kEventWait = 6,
+  kEventRecord = 7,
+  kSemaphoreSignal = 8,
+  kSemaphoreWait = 9,
+  kMemAlloc = 10,
+  kMemFree = 11,
+  kBatchMemOp = 12,
+  kConditional = 13,
+  kUnknown = 255,  // a type this tracer does not know
+};
+enum GraphEditFlags : uint16_t {
+  kEditParamsUnknown = 1u << 0,  // the node's memory could not be read from its parameters (symbol, array)
+  kEditEdgeNotFull = 1u << 1,    // an edge is not a full dependency (programmatic, or with ports)
+  kEditDepsLeftOut = 1u << 2,    // more dependencies than one record holds (4096): some are left out
+};
+// Body: GraphEdit, then for kAddNode `count` u64 dependencies, for the edge actions `count` u64
+// `from` then `count` u64 `to`; then, for kernel, memcpy and memset nodes (add and set), the
+// body of the KernelLaunch, Memcpy or Memset record the node's work would be as a call
+// (its CallInfo this call's, its stream 0).
+struct GraphEdit {
+  SR_RECORD(kGraphEdit);
+  CallInfo call;
+  uint64_t graph;  // kExecSetNode: the exec
+  uint64_t node;
+  uint64_t other;  // kChildGraph: the child graph; event nodes: the event; kClone: the original
+  uint32_t count;
+  GraphEditAction action;
+  GraphNodeType type;
+  uint16_t flags;  // GraphEditFlags
+};
+static_assert(sizeof(GraphEdit) == 64);
 
 // Device start/end of one op, from CUPTI activity records, joined by correlation id.
 struct OpTiming {

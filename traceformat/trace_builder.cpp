@@ -1,6 +1,9 @@
 // TraceBuilder: synthetic traces written through the real writer.
 #include "traceformat/trace_builder.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace streamrace::trace {
 
 TraceBuilder::TraceBuilder(const std::string& path, TraceHeader header, WriterOptions opts, size_t chunk_bytes)
@@ -290,6 +293,109 @@ void TraceBuilder::graph_call(GraphAction action, uint64_t graph, uint64_t graph
     case GraphAction::kCaptureDependencies: api = "cudaStreamUpdateCaptureDependencies"; break;
   }
   chunk_.add(GraphCall{call(api), graph, graph_exec, stream, action, 0});
+  maybe_flush();
+}
+
+void TraceBuilder::instantiate(uint64_t graph, uint64_t graph_exec, uint32_t flags) {
+  chunk_.add(GraphCall{call("cudaGraphInstantiateWithFlags"), graph, graph_exec, 0, GraphAction::kInstantiate, flags});
+  maybe_flush();
+}
+
+namespace {
+const char* graph_node_api(GraphEditAction action, GraphNodeType type) {
+  const bool add = action == GraphEditAction::kAddNode, exec = action == GraphEditAction::kExecSetNode;
+  switch (type) {
+    case GraphNodeType::kKernel:
+      return add ? "cudaGraphAddKernelNode" : exec ? "cudaGraphExecKernelNodeSetParams" : "cudaGraphKernelNodeSetParams";
+    case GraphNodeType::kMemcpy:
+      return add ? "cudaGraphAddMemcpyNode1D" : exec ? "cudaGraphExecMemcpyNodeSetParams1D" : "cudaGraphMemcpyNodeSetParams1D";
+    case GraphNodeType::kMemset:
+      return add ? "cudaGraphAddMemsetNode" : exec ? "cudaGraphExecMemsetNodeSetParams" : "cudaGraphMemsetNodeSetParams";
+    case GraphNodeType::kHost: return add ? "cudaGraphAddHostNode" : "cudaGraphHostNodeSetParams";
+    case GraphNodeType::kChildGraph: return add ? "cudaGraphAddChildGraphNode" : "cudaGraphExecChildGraphNodeSetParams";
+    case GraphNodeType::kEmpty: return "cudaGraphAddEmptyNode";
+    case GraphNodeType::kEventWait: return add ? "cudaGraphAddEventWaitNode" : "cudaGraphEventWaitNodeSetEvent";
+    case GraphNodeType::kEventRecord: return add ? "cudaGraphAddEventRecordNode" : "cudaGraphEventRecordNodeSetEvent";
+    default: return add ? "cudaGraphAddNode" : exec ? "cudaGraphExecNodeSetParams" : "cudaGraphNodeSetParams";
+  }
+}
+}  // namespace
+
+void TraceBuilder::graph_create(uint64_t graph) {
+  chunk_.add(GraphEdit{call("cudaGraphCreate"), graph, 0, 0, 0, GraphEditAction::kCreate, GraphNodeType::kEmpty, 0});
+  maybe_flush();
+}
+
+void TraceBuilder::graph_clone(uint64_t clone, uint64_t original) {
+  chunk_.add(GraphEdit{call("cudaGraphClone"), clone, 0, original, 0, GraphEditAction::kClone, GraphNodeType::kEmpty, 0});
+  maybe_flush();
+}
+
+void TraceBuilder::graph_node(GraphEditAction action, uint64_t graph, uint64_t node, GraphNodeType type,
+                              const std::vector<uint64_t>& deps, uint64_t other, uint16_t flags, const NodeWork* work) {
+  GraphEdit g{call(graph_node_api(action, type)), graph, node, other, 0, action, type, flags};
+  std::vector<uint8_t> tail;
+  if (action == GraphEditAction::kAddNode) {
+    g.count = uint32_t(deps.size());
+    tail.resize(deps.size() * sizeof(uint64_t));
+    if (!deps.empty()) std::memcpy(tail.data(), deps.data(), tail.size());
+  }
+  auto append = [&](const void* p, size_t n) {
+    const size_t at = tail.size();
+    tail.resize(at + n);
+    std::memcpy(tail.data() + at, p, n);
+  };
+  if (work && type == GraphNodeType::kKernel) {
+    KernelLaunchHead h{};
+    h.call = g.call;
+    h.correlation = next_corr_++;
+    h.name_id = str(work->kernel);
+    h.grid[0] = h.grid[1] = h.grid[2] = 1;
+    h.block[0] = 128;
+    h.block[1] = h.block[2] = 1;
+    h.flags = work->kernel_flags;
+    h.nptrs = uint32_t(work->ptrs.size());
+    append(&h, sizeof(h));
+    if (!work->ptrs.empty()) append(work->ptrs.data(), work->ptrs.size() * sizeof(uint64_t));
+  } else if (work && type == GraphNodeType::kMemcpy) {
+    Memcpy m{};
+    m.call = g.call;
+    m.correlation = next_corr_++;
+    m.dst = work->dst;
+    m.src = work->src;
+    m.bytes = work->bytes;
+    m.copy_kind = work->copy_kind;
+    m.is_async = 1;
+    m.src_mem = work->src_mem;
+    m.dst_mem = work->dst_mem;
+    append(&m, sizeof(m));
+  } else if (work && type == GraphNodeType::kMemset) {
+    Memset m{};
+    m.call = g.call;
+    m.correlation = next_corr_++;
+    m.dst = work->dst;
+    m.bytes = work->bytes;
+    m.is_async = 1;
+    m.dst_mem = work->dst_mem;
+    append(&m, sizeof(m));
+  }
+  chunk_.add_raw(RecordKind::kGraphEdit, &g, sizeof(g), tail.data(), tail.size());
+  maybe_flush();
+}
+
+void TraceBuilder::graph_edges(GraphEditAction action, uint64_t graph, const std::vector<uint64_t>& from,
+                               const std::vector<uint64_t>& to, uint16_t flags) {
+  const char* api = action == GraphEditAction::kAddEdges ? "cudaGraphAddDependencies" : "cudaGraphRemoveDependencies";
+  const size_t n = std::min(from.size(), to.size());
+  GraphEdit g{call(api), graph, 0, 0, uint32_t(n), action, GraphNodeType::kEmpty, flags};
+  std::vector<uint64_t> tail(from.begin(), from.begin() + n);
+  tail.insert(tail.end(), to.begin(), to.begin() + n);
+  chunk_.add_raw(RecordKind::kGraphEdit, &g, sizeof(g), tail.data(), tail.size() * sizeof(uint64_t));
+  maybe_flush();
+}
+
+void TraceBuilder::graph_destroy_node(uint64_t node) {
+  chunk_.add(GraphEdit{call("cudaGraphDestroyNode"), 0, node, 0, 0, GraphEditAction::kDestroyNode, GraphNodeType::kEmpty, 0});
   maybe_flush();
 }
 

@@ -80,6 +80,27 @@ class TraceBuilder {
   void capture(uint64_t stream, bool begin, uint64_t graph = 0, uint32_t flags = 0);
   // cudaGraphInstantiate (graph -> exec), cudaGraphExecUpdate, destroys, capture dependencies.
   void graph_call(GraphAction action, uint64_t graph, uint64_t graph_exec, uint64_t stream = 0);
+  // cudaGraphInstantiateWithFlags with `flags` (GraphCallFlags).
+  void instantiate(uint64_t graph, uint64_t graph_exec, uint32_t flags);
+
+  // The explicit graph API (GraphEdit records).
+  struct NodeWork {  // what a kernel, memcpy or memset node does (its payload)
+    std::string kernel;  // kernel name
+    std::vector<uint64_t> ptrs;
+    uint32_t kernel_flags = kKernelArgsScanned;
+    uint64_t dst = 0, src = 0, bytes = 0;
+    CopyKind copy_kind = CopyKind::kDeviceToDevice;
+    MemKind src_mem = MemKind::kDevice, dst_mem = MemKind::kDevice;
+  };
+  void graph_create(uint64_t graph);
+  void graph_clone(uint64_t clone, uint64_t original);
+  // kAddNode (deps), kSetNode (graph 0) or kExecSetNode (graph = the exec) of one node.
+  void graph_node(GraphEditAction action, uint64_t graph, uint64_t node, GraphNodeType type,
+                  const std::vector<uint64_t>& deps = {}, uint64_t other = 0, uint16_t flags = 0,
+                  const NodeWork* work = nullptr);
+  void graph_edges(GraphEditAction action, uint64_t graph, const std::vector<uint64_t>& from,
+                   const std::vector<uint64_t>& to, uint16_t flags = 0);
+  void graph_destroy_node(uint64_t node);
   void timing(uint64_t correlation, uint64_t start_ns, uint64_t end_ns, uint32_t device = 0);
   void notice(NoticeLevel level, std::string_view text);
 

@@ -98,6 +98,7 @@ const char* record_kind_name(RecordKind kind) {
     case RecordKind::kGraphLaunch: return "GraphLaunch";
     case RecordKind::kStreamCapture: return "StreamCapture";
     case RecordKind::kGraphCall: return "GraphCall";
+    case RecordKind::kGraphEdit: return "GraphEdit";
     case RecordKind::kOpTiming: return "OpTiming";
     case RecordKind::kNotice: return "Notice";
   }

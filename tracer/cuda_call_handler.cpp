@@ -4,6 +4,7 @@
 
 #include <cxxabi.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -129,7 +130,9 @@ void CudaCallHandler::on_runtime(const ApiCall& c, const CallSpec& spec) {
   const bool launch = spec.kind == CallKind::kKernelLaunch;
   if (c.enter) {
     if (ts.runtime_depth++ == 0) {
-      ts.runtime = RuntimeScope{c.cbid, c.correlation, 0, spec.per_thread_default, launch, false, 0};
+      ts.runtime = RuntimeScope{c.cbid, c.correlation, 0, spec.per_thread_default, launch, false, false, 0};
+      if (spec.kind == CallKind::kGraphEdit)
+        ts.runtime.graph_kernel_node = extract(spec, c.params).node_type == trace::GraphNodeType::kKernel;
       // The driver launch inside may name the runtime's default stream by an internal
       // handle: remember the stream as the user named it.
       if (launch) {
@@ -179,7 +182,18 @@ void CudaCallHandler::on_driver(const ApiCall& c, const CallSpec& spec) {
   e.symbol = c.symbol_name;
   if (ts.runtime_depth > 0) {
     // Inside a runtime call: only its kernel launch is ours to record, once, under the
-    // runtime call's name, correlation and stream.
+    // runtime call's name, correlation and stream; likewise the driver call that adds or sets
+    // a runtime call's kernel node (it names the CUfunction, the runtime call a host stub).
+    if (spec.kind == CallKind::kGraphEdit && ts.runtime.graph_kernel_node && !ts.runtime.launch_emitted &&
+        c.result == 0) {
+      CudaCall call = extract(spec, c.params);
+      if (call.node_type != trace::GraphNodeType::kKernel) return;
+      ts.runtime.launch_emitted = true;
+      e.api = api_id(ApiDomain::kRuntime, ts.runtime.cbid);
+      e.correlation = ts.runtime.correlation;
+      emit(call, e);
+      return;
+    }
     if (!launch || !ts.runtime.launch || ts.runtime.launch_emitted || c.result != 0) return;
     ts.runtime.launch_emitted = true;
     e.api = api_id(ApiDomain::kRuntime, ts.runtime.cbid);
@@ -298,8 +312,115 @@ void CudaCallHandler::emit(const CudaCall& call, const Emission& e) {
         r.graph_exec = call.ptr;
         r.stream = call.has_stream ? stream() : 0;
         r.action = call.graph_action;
+        r.flags = call.graph_flags;
       });
+    case CallKind::kGraphEdit:
+      return graph_edit(call, e, device());
   }
+}
+
+void CudaCallHandler::graph_edit(const CudaCall& call, const Emission& e, uint32_t device) {
+  using namespace trace;
+  GilScope python_stack_matters;  // a node's site is where the program added it
+  GraphEdit g{};
+  g.graph = call.graph;
+  g.node = call.node;
+  g.other = call.other;
+  g.action = call.edit;
+  g.type = call.node_type;
+  g.flags = call.edit_flags;
+  // A body holds less than 64 KiB: dependencies beyond 4096 (or the room a node's work leaves)
+  // are left out and said so (the analyzer then does not run the graph); edges are split over
+  // records of 2048 pairs.
+  constexpr size_t kMaxHandles = 4096, kMaxEdges = 2048;
+  const bool edges = call.edit == GraphEditAction::kAddEdges || call.edit == GraphEditAction::kRemoveEdges;
+  thread_local std::vector<uint64_t> words;
+  thread_local std::vector<uint8_t> tail;
+  auto handle = [](const void* const* a, size_t i) { return reinterpret_cast<uint64_t>(a[i]); };
+  if (edges) {
+    if (call.deps == nullptr || call.edges_to == nullptr) return;
+    const trace::CallInfo info = call_info(e.api);
+    for (size_t at = 0; at < call.ndeps; at += kMaxEdges) {
+      const size_t n = std::min(kMaxEdges, call.ndeps - at);
+      words.clear();
+      for (size_t i = 0; i < n; ++i) words.push_back(handle(call.deps, at + i));
+      for (size_t i = 0; i < n; ++i) words.push_back(handle(call.edges_to, at + i));
+      g.count = uint32_t(n);
+      g.call = at == 0 ? info : call_info(e.api);
+      rec_->add_raw(RecordKind::kGraphEdit, &g, sizeof(g), words.data(), words.size() * sizeof(uint64_t));
+    }
+    return;
+  }
+  g.call = call_info(e.api);
+  // The node's work first: the dependencies get the room it leaves.
+  thread_local std::vector<uint8_t> work;
+  work.clear();
+  auto append = [](std::vector<uint8_t>& to, const void* p, size_t n) {
+    const size_t at = to.size();
+    to.resize(at + n);
+    std::memcpy(to.data() + at, p, n);
+  };
+  constexpr size_t kRoom = 0xFFFF - sizeof(GraphEdit);
+  const bool params = call.edit == GraphEditAction::kAddNode || call.edit == GraphEditAction::kSetNode ||
+                      call.edit == GraphEditAction::kExecSetNode;
+  if (params && !(g.flags & kEditParamsUnknown)) {
+    switch (call.node_type) {
+      case GraphNodeType::kKernel: {
+        KernelLaunchHead h{};
+        thread_local std::vector<uint64_t> ptrs;
+        kernel_head(call, e, 0, device, h, ptrs);
+        h.call = g.call;
+        size_t n = ptrs.size();
+        if (sizeof(h) + n * sizeof(uint64_t) > kRoom) {
+          // More pointer words than a record holds: the node's accesses would be incomplete.
+          n = 0;
+          g.flags |= kEditParamsUnknown;
+          break;
+        }
+        h.nptrs = uint32_t(n);
+        append(work, &h, sizeof(h));
+        if (n) append(work, ptrs.data(), n * sizeof(uint64_t));
+        break;
+      }
+      case GraphNodeType::kMemcpy: {
+        Memcpy m = memcpy_record(call, e, 0, device);
+        m.is_async = 1;
+        m.call = g.call;
+        append(work, &m, sizeof(m));
+        break;
+      }
+      case GraphNodeType::kMemset: {
+        Memset m{};
+        m.call = g.call;
+        m.correlation = e.correlation;
+        m.dst = call.ptr;
+        m.bytes = call.bytes;
+        m.device = device;
+        m.is_async = 1;
+        m.dst_mem = mem_kind(call.ptr);
+        append(work, &m, sizeof(m));
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  tail.clear();
+  if (call.edit == GraphEditAction::kAddNode && call.deps != nullptr) {
+    size_t n = call.ndeps;
+    const size_t fit = std::min(kMaxHandles, (kRoom - work.size()) / sizeof(uint64_t));
+    if (n > fit) {
+      n = fit;
+      g.flags |= kEditDepsLeftOut;
+    }
+    g.count = uint32_t(n);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t h = handle(call.deps, i);
+      append(tail, &h, sizeof(h));
+    }
+  }
+  tail.insert(tail.end(), work.begin(), work.end());
+  rec_->add_raw(RecordKind::kGraphEdit, &g, sizeof(g), tail.data(), tail.size());
 }
 
 void CudaCallHandler::free(const CudaCall& call, const Emission& e, uint64_t stream) {
@@ -324,6 +445,12 @@ void CudaCallHandler::free(const CudaCall& call, const Emission& e, uint64_t str
 
 void CudaCallHandler::memcpy(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   GilScope python_stack_matters;
+  trace::Memcpy r = memcpy_record(call, e, stream, device);
+  r.call = call_info(e.api);
+  rec_->add(r);
+}
+
+trace::Memcpy CudaCallHandler::memcpy_record(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   trace::Memcpy r{};
   r.stream = stream;
   r.correlation = e.correlation;
@@ -342,8 +469,7 @@ void CudaCallHandler::memcpy(const CudaCall& call, const Emission& e, uint64_t s
     r.copy_kind = sh ? (dh ? trace::CopyKind::kHostToHost : trace::CopyKind::kHostToDevice)
                      : (dh ? trace::CopyKind::kDeviceToHost : trace::CopyKind::kDeviceToDevice);
   }
-  r.call = call_info(e.api);
-  rec_->add(r);
+  return r;
 }
 
 uint32_t CudaCallHandler::kernel_name_id(uint64_t func, const char* name) {
@@ -385,6 +511,15 @@ constexpr size_t kFunctionCacheLimit = 4096;  // per thread; cleared when full
 
 void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   GilScope python_stack_matters;
+  trace::KernelLaunchHead h{};
+  thread_local std::vector<uint64_t> ptrs;
+  kernel_head(call, e, stream, device, h, ptrs);
+  h.call = call_info(e.api);
+  rec_->add_kernel(h, ptrs);
+}
+
+void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
+                                  trace::KernelLaunchHead& h, std::vector<uint64_t>& ptrs) {
   auto& ts = thread_state();
   // Precise mode: the launch callback marked this launch as patched (its exact accesses
   // follow as KernelAccess records) and may know the name the API callback did not give.
@@ -392,7 +527,6 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
   const char* name = e.symbol != nullptr ? e.symbol : ts.launch_function;
   ts.precise_correlation = 0;
   ts.launch_function = nullptr;
-  trace::KernelLaunchHead h{};
   h.stream = stream;
   h.correlation = e.correlation;
   h.device = device;
@@ -406,6 +540,10 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
       if (t_functions.size() >= kFunctionCacheLimit) t_functions.clear();
       facts = &t_functions[call.func];
       facts->recorder = rec_;
+      if (name == nullptr) {  // graph kernel nodes: the callback names no symbol
+        InternalCallGuard guard;
+        name = queries_.function_name(call.func, call.library_kernel);
+      }
       facts->name_id = kernel_name_id(call.func, name);
       {
         InternalCallGuard guard;
@@ -420,7 +558,6 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
   }
   // Pointer arguments: every 8-byte word of every parameter (structs of pointers included,
   // as in PyTorch's elementwise kernels) that lands inside a live allocation.
-  thread_local std::vector<uint64_t> ptrs;
   ptrs.clear();
   bool scanned = false;
   if (facts && (call.args != nullptr || call.packed != nullptr)) {
@@ -444,8 +581,6 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
   }
   h.nptrs = uint32_t(ptrs.size());
   h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) : 0u) | (precise ? uint32_t(trace::kKernelPrecise) : 0u);
-  h.call = call_info(e.api);
-  rec_->add_kernel(h, ptrs);
 }
 
 }  // namespace streamrace::tracer

@@ -94,6 +94,12 @@ class CudaCallHandler {
   // One kernel launch: call.args (kernelParams, a pointer per argument) or call.packed (one
   // buffer holding all arguments at their layout offsets) are scanned for pointers.
   void kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
+  // A launch's record head and pointer arguments (also a graph kernel node's parameters).
+  void kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
+                   trace::KernelLaunchHead& h, std::vector<uint64_t>& ptrs);
+  trace::Memcpy memcpy_record(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
+  // The explicit graph API: one GraphEdit record (edges: one per 4096).
+  void graph_edit(const CudaCall& call, const Emission& e, uint32_t device);
   uint32_t kernel_name_id(uint64_t func, const char* name);
 
   TraceRecorder* rec_;

@@ -405,6 +405,14 @@ void graph_instantiate(const void* raw, CudaCall& c) {
     c.ptr = p.phGraphExec ? H(*p.phGraphExec) : 0;
     c.graph = H(p.hGraph);
   }
+  unsigned long long flags = 0;
+  if constexpr (requires { p.flags; }) {
+    flags = p.flags;
+  } else if constexpr (requires { p.instantiateParams; }) {
+    flags = p.instantiateParams ? p.instantiateParams->flags : 0;
+  }
+  // cudaGraphInstantiateFlagDeviceLaunch == CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH == 4.
+  if (flags & 4) c.graph_flags |= trace::kGraphDeviceLaunch;
 }
 
 template <typename P>
@@ -443,6 +451,402 @@ template <typename P>
 void capture_dependencies(const void* raw, CudaCall& c) {
   set_stream(c, stream_of(as<P>(raw)));
   c.graph_action = trace::GraphAction::kCaptureDependencies;
+}
+
+// ---------------------------------------------------------------------------------------
+// The explicit graph API. Node-adding calls name the graph, the dependencies and the node
+// made (read at exit); setters name the node (and the exec). A node's work lands in the same
+// CudaCall fields as the eager call's (copy, set, launch), so the handler writes it with the
+// same code.
+
+using trace::GraphEditAction;
+using trace::GraphNodeType;
+
+template <typename T>
+const void* const* handles(T* const* a) {
+  return reinterpret_cast<const void* const*>(a);
+}
+template <typename T>
+const void* const* handles(const T* a) {
+  return reinterpret_cast<const void* const*>(a);
+}
+
+// Edge data that is not all zero (ports, programmatic dependencies) is not a full dependency.
+template <typename E>
+bool edges_not_full(const E* data, size_t n) {
+  if (data == nullptr) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (data[i].from_port != 0 || data[i].to_port != 0 || data[i].type != 0) return true;
+  return false;
+}
+
+template <typename P>
+void node_place(const P& p, CudaCall& c) {
+  c.edit = GraphEditAction::kAddNode;
+  if constexpr (requires { p.pGraphNode; }) {
+    c.node = p.pGraphNode ? H(*p.pGraphNode) : 0;
+    c.graph = H(p.graph);
+    c.deps = handles(p.pDependencies);
+  } else {
+    c.node = p.phGraphNode ? H(*p.phGraphNode) : 0;
+    c.graph = H(p.hGraph);
+    c.deps = handles(p.dependencies);
+  }
+  c.ndeps = p.numDependencies;
+  if constexpr (requires { p.dependencyData; })
+    if (edges_not_full(p.dependencyData, p.numDependencies)) c.edit_flags |= trace::kEditEdgeNotFull;
+}
+
+// A setter's node (and exec): the edit is kSetNode, or kExecSetNode with `graph` the exec.
+template <typename P>
+void node_target(const P& p, CudaCall& c) {
+  if constexpr (requires { p.hGraphExec; }) {
+    c.edit = GraphEditAction::kExecSetNode;
+    c.graph = H(p.hGraphExec);
+  } else if constexpr (requires { p.graphExec; }) {
+    c.edit = GraphEditAction::kExecSetNode;
+    c.graph = H(p.graphExec);
+  } else {
+    c.edit = GraphEditAction::kSetNode;
+  }
+  if constexpr (requires { p.hNode; }) {
+    c.node = H(p.hNode);
+  } else {
+    c.node = H(p.node);
+  }
+}
+
+// Node parameters. Runtime kernel nodes name a host stub (func stays 0: the driver call inside
+// the runtime call carries the CUfunction, as for launches); driver ones a CUfunction or CUkernel.
+template <typename K>
+void kernel_work(const K* k, CudaCall& c) {
+  c.node_type = GraphNodeType::kKernel;
+  if (k == nullptr) {
+    c.edit_flags |= trace::kEditParamsUnknown;
+    return;
+  }
+  if constexpr (requires { k->gridDim; }) {
+    dims(c, k->gridDim, k->blockDim);  // the runtime's: func is a host stub
+  } else {
+    dims(c, k->gridDimX, k->gridDimY, k->gridDimZ, k->blockDimX, k->blockDimY, k->blockDimZ);
+    c.func = H(k->func);
+    if constexpr (requires { k->kern; }) {
+      if (k->func == nullptr && k->kern != nullptr) {
+        c.func = H(k->kern);
+        c.library_kernel = true;
+      }
+    }
+  }
+  c.args = k->kernelParams;
+  c.packed = packed_arguments(k->kernelParams, k->extra);
+}
+
+// A 3D copy's first byte and extent within one pitched side.
+uint64_t extent_3d(uint64_t pitch, uint64_t rows_per_slice, uint64_t width, uint64_t height, uint64_t depth) {
+  if (width == 0 || height == 0 || depth == 0) return 0;
+  if (height == 1 && depth == 1) return width;
+  return (depth - 1) * pitch * rows_per_slice + (height - 1) * pitch + width;
+}
+
+void copy_3d(const cudaMemcpy3DParms* m, CudaCall& c) {
+  c.node_type = GraphNodeType::kMemcpy;
+  if (m == nullptr || m->srcArray != nullptr || m->dstArray != nullptr) {
+    c.edit_flags |= trace::kEditParamsUnknown;  // arrays are not tracked
+    return;
+  }
+  auto at = [](const cudaPitchedPtr& p, const cudaPos& pos) {
+    return H(p.ptr) + pos.z * p.pitch * p.ysize + pos.y * p.pitch + pos.x;
+  };
+  c.src = at(m->srcPtr, m->srcPos);
+  c.ptr = at(m->dstPtr, m->dstPos);
+  // One extent for both sides: the larger (pitches may differ).
+  c.bytes = std::max(extent_3d(m->srcPtr.pitch, m->srcPtr.ysize, m->extent.width, m->extent.height, m->extent.depth),
+                     extent_3d(m->dstPtr.pitch, m->dstPtr.ysize, m->extent.width, m->extent.height, m->extent.depth));
+  c.copy_kind = CopyKind(m->kind);
+}
+
+void copy_3d(const CUDA_MEMCPY3D* m, CudaCall& c) {
+  c.node_type = GraphNodeType::kMemcpy;
+  if (m == nullptr || m->srcMemoryType == CU_MEMORYTYPE_ARRAY || m->dstMemoryType == CU_MEMORYTYPE_ARRAY) {
+    c.edit_flags |= trace::kEditParamsUnknown;
+    return;
+  }
+  auto base = [](CUmemorytype t, const void* host, CUdeviceptr dev) { return t == CU_MEMORYTYPE_HOST ? H(host) : H(dev); };
+  c.src = base(m->srcMemoryType, m->srcHost, m->srcDevice) + m->srcZ * m->srcPitch * m->srcHeight +
+          m->srcY * m->srcPitch + m->srcXInBytes;
+  c.ptr = base(m->dstMemoryType, m->dstHost, m->dstDevice) + m->dstZ * m->dstPitch * m->dstHeight +
+          m->dstY * m->dstPitch + m->dstXInBytes;
+  c.bytes = std::max(extent_3d(m->srcPitch, m->srcHeight, m->WidthInBytes, m->Height, m->Depth),
+                     extent_3d(m->dstPitch, m->dstHeight, m->WidthInBytes, m->Height, m->Depth));
+  c.copy_kind = CopyKind::kDefault;
+}
+
+template <typename M>
+void set_work(const M* m, CudaCall& c) {
+  c.node_type = GraphNodeType::kMemset;
+  if (m == nullptr) {
+    c.edit_flags |= trace::kEditParamsUnknown;
+    return;
+  }
+  c.ptr = H(m->dst);
+  c.bytes = extent_2d(m->pitch, uint64_t(m->elementSize) * m->width, m->height);
+}
+
+// cudaGraphNodeParams / CUgraphNodeParams (cudaGraphAddNode, cudaGraphNodeSetParams, ...).
+template <typename N>
+void generic_work(const N* n, CudaCall& c) {
+  if (n == nullptr) {
+    c.node_type = GraphNodeType::kUnknown;
+    return;
+  }
+  const int type = int(n->type);
+  switch (type) {
+    case 0: return kernel_work(&n->kernel, c);
+    case 1: return copy_3d(&n->memcpy.copyParams, c);
+    case 2: return set_work(&n->memset, c);
+    case 4:
+      c.node_type = GraphNodeType::kChildGraph;
+      c.other = H(n->graph.graph);
+      return;
+    case 6:
+      c.node_type = GraphNodeType::kEventWait;
+      c.other = H(n->eventWait.event);
+      return;
+    case 7:
+      c.node_type = GraphNodeType::kEventRecord;
+      c.other = H(n->eventRecord.event);
+      return;
+    case 3: case 5: case 8: case 9: case 10: case 11: case 12: case 13:
+      c.node_type = GraphNodeType(type);
+      return;
+    default:
+      c.node_type = GraphNodeType::kUnknown;
+      return;
+  }
+}
+
+template <typename P>
+void graph_create(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  c.edit = GraphEditAction::kCreate;
+  if constexpr (requires { p.pGraph; }) {
+    c.graph = p.pGraph ? H(*p.pGraph) : 0;
+  } else {
+    c.graph = p.phGraph ? H(*p.phGraph) : 0;
+  }
+}
+
+template <typename P>
+void graph_clone(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  c.edit = GraphEditAction::kClone;
+  if constexpr (requires { p.pGraphClone; }) {
+    c.graph = p.pGraphClone ? H(*p.pGraphClone) : 0;
+  } else {
+    c.graph = p.phGraphClone ? H(*p.phGraphClone) : 0;
+  }
+  c.other = H(p.originalGraph);
+}
+
+template <typename P, GraphNodeType T>
+void add_plain_node(const void* raw, CudaCall& c) {  // empty, host
+  node_place(as<P>(raw), c);
+  c.node_type = T;
+}
+
+template <typename P>
+void add_kernel_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  node_place(p, c);
+  if constexpr (requires { p.pNodeParams; }) {
+    kernel_work(p.pNodeParams, c);
+  } else {
+    kernel_work(p.nodeParams, c);
+  }
+}
+
+template <typename P>
+void set_kernel_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  node_target(p, c);
+  if constexpr (requires { p.pNodeParams; }) {
+    kernel_work(p.pNodeParams, c);
+  } else {
+    kernel_work(p.nodeParams, c);
+  }
+}
+
+template <typename P>
+void add_memcpy_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  node_place(p, c);
+  if constexpr (requires { p.pCopyParams; }) {
+    copy_3d(p.pCopyParams, c);
+  } else {
+    copy_3d(p.copyParams, c);
+  }
+}
+
+template <typename P>
+void set_memcpy_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  node_target(p, c);
+  if constexpr (requires { p.pNodeParams; }) {
+    copy_3d(p.pNodeParams, c);
+  } else if constexpr (requires { p.nodeParams; }) {
+    copy_3d(p.nodeParams, c);
+  } else {
+    copy_3d(p.copyParams, c);
+  }
+}
+
+// cudaGraphAddMemcpyNode1D and its setters.
+template <typename P>
+void memcpy_1d_work(const P& p, CudaCall& c) {
+  c.node_type = GraphNodeType::kMemcpy;
+  c.ptr = H(p.dst);
+  c.src = H(p.src);
+  c.bytes = p.count;
+  c.copy_kind = CopyKind(p.kind);
+}
+template <typename P>
+void add_memcpy_1d_node(const void* raw, CudaCall& c) {
+  node_place(as<P>(raw), c);
+  memcpy_1d_work(as<P>(raw), c);
+}
+template <typename P>
+void set_memcpy_1d_node(const void* raw, CudaCall& c) {
+  node_target(as<P>(raw), c);
+  memcpy_1d_work(as<P>(raw), c);
+}
+
+// Copies to or from a __device__ symbol: the symbol's address is not in the call; named as
+// parameters the trace does not show.
+template <typename P, bool Add>
+void symbol_memcpy_node(const void* raw, CudaCall& c) {
+  if constexpr (Add) {
+    node_place(as<P>(raw), c);
+  } else {
+    node_target(as<P>(raw), c);
+  }
+  c.node_type = GraphNodeType::kMemcpy;
+  c.edit_flags |= trace::kEditParamsUnknown;
+}
+
+template <typename P>
+void add_memset_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  node_place(p, c);
+  if constexpr (requires { p.pMemsetParams; }) {
+    set_work(p.pMemsetParams, c);
+  } else {
+    set_work(p.memsetParams, c);
+  }
+}
+
+template <typename P>
+void set_memset_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  node_target(p, c);
+  if constexpr (requires { p.pNodeParams; }) {
+    set_work(p.pNodeParams, c);
+  } else if constexpr (requires { p.nodeParams; }) {
+    set_work(p.nodeParams, c);
+  } else {
+    set_work(p.memsetParams, c);
+  }
+}
+
+template <typename P>
+void add_child_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  node_place(p, c);
+  c.node_type = GraphNodeType::kChildGraph;
+  c.other = H(p.childGraph);
+}
+
+template <typename P, GraphNodeType T>
+void add_event_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  node_place(p, c);
+  c.node_type = T;
+  c.other = H(p.event);
+}
+
+template <typename P, GraphNodeType T>
+void set_event_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  node_target(p, c);
+  c.node_type = T;
+  c.other = H(p.event);
+}
+
+// cudaGraphExecChildGraphNodeSetParams: the exec's child graph node takes another graph's parameters.
+template <typename P>
+void set_child_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  node_target(p, c);
+  c.node_type = GraphNodeType::kChildGraph;
+  c.other = H(p.childGraph);
+}
+
+template <typename P>
+void add_generic_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  node_place(p, c);
+  generic_work(p.nodeParams, c);
+}
+
+template <typename P>
+void set_generic_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  node_target(p, c);
+  generic_work(p.nodeParams, c);
+}
+
+template <typename P>
+void destroy_node(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  c.edit = GraphEditAction::kDestroyNode;
+  if constexpr (requires { p.hNode; }) {
+    c.node = H(p.hNode);
+  } else {
+    c.node = H(p.node);
+  }
+}
+
+// cudaGraphAdd/RemoveDependencies before CUDA 12.3 (no edge data), whose params struct CUDA 13's
+// headers no longer declare.
+struct GraphEdgesParams10 {
+  cudaGraph_t graph;
+  const cudaGraphNode_t* from;
+  const cudaGraphNode_t* to;
+  size_t numDependencies;
+};
+
+// cudaGraphAddNode of CUDA 12.2 (no edge data); CUDA 13's headers declare only _v12030's.
+struct GraphAddNodeParams12020 {
+  cudaGraphNode_t* pGraphNode;
+  cudaGraph_t graph;
+  const cudaGraphNode_t* pDependencies;
+  size_t numDependencies;
+  cudaGraphNodeParams* nodeParams;
+};
+
+template <typename P, bool Add>
+void graph_edges(const void* raw, CudaCall& c) {
+  const P& p = as<P>(raw);
+  c.edit = Add ? GraphEditAction::kAddEdges : GraphEditAction::kRemoveEdges;
+  if constexpr (requires { p.hGraph; }) {
+    c.graph = H(p.hGraph);
+  } else {
+    c.graph = H(p.graph);
+  }
+  c.deps = handles(p.from);
+  c.edges_to = handles(p.to);
+  c.ndeps = p.numDependencies;
+  if constexpr (requires { p.edgeData; })
+    if (edges_not_full(p.edgeData, p.numDependencies)) c.edit_flags |= trace::kEditEdgeNotFull;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -555,6 +959,50 @@ const CallSpec kTable[] = {
     SR_RT(cudaGraphExecDestroy_v10000, "cudaGraphExecDestroy", kGraphCall, kLegacy, graph_exec_destroy<SR_P(cudaGraphExecDestroy_v10000)>),
     SR_RT(cudaGraphDestroy_v10000, "cudaGraphDestroy", kGraphCall, kLegacy, graph_destroy<SR_P(cudaGraphDestroy_v10000)>),
     // _v11030 has no params struct of its own in CUDA 13's headers: the stream comes first in _v12030's.
+    // ---- runtime: the explicit graph API (GraphEdit records)
+    SR_RT(cudaGraphCreate_v10000, "cudaGraphCreate", kGraphEdit, kLegacy, graph_create<SR_P(cudaGraphCreate_v10000)>),
+    SR_RT(cudaGraphClone_v10000, "cudaGraphClone", kGraphEdit, kLegacy, graph_clone<SR_P(cudaGraphClone_v10000)>),
+    SR_RT(cudaGraphAddKernelNode_v10000, "cudaGraphAddKernelNode", kGraphEdit, kLegacy, add_kernel_node<SR_P(cudaGraphAddKernelNode_v10000)>),
+    SR_RT(cudaGraphKernelNodeSetParams_v10000, "cudaGraphKernelNodeSetParams", kGraphEdit, kLegacy, set_kernel_node<SR_P(cudaGraphKernelNodeSetParams_v10000)>),
+    SR_RT(cudaGraphExecKernelNodeSetParams_v10010, "cudaGraphExecKernelNodeSetParams", kGraphEdit, kLegacy, set_kernel_node<SR_P(cudaGraphExecKernelNodeSetParams_v10010)>),
+    SR_RT(cudaGraphAddMemcpyNode_v10000, "cudaGraphAddMemcpyNode", kGraphEdit, kLegacy, add_memcpy_node<SR_P(cudaGraphAddMemcpyNode_v10000)>),
+    SR_RT(cudaGraphMemcpyNodeSetParams_v10000, "cudaGraphMemcpyNodeSetParams", kGraphEdit, kLegacy, set_memcpy_node<SR_P(cudaGraphMemcpyNodeSetParams_v10000)>),
+    SR_RT(cudaGraphExecMemcpyNodeSetParams_v10020, "cudaGraphExecMemcpyNodeSetParams", kGraphEdit, kLegacy, set_memcpy_node<SR_P(cudaGraphExecMemcpyNodeSetParams_v10020)>),
+    SR_RT(cudaGraphAddMemcpyNode1D_v11010, "cudaGraphAddMemcpyNode1D", kGraphEdit, kLegacy, add_memcpy_1d_node<SR_P(cudaGraphAddMemcpyNode1D_v11010)>),
+    SR_RT(cudaGraphMemcpyNodeSetParams1D_v11010, "cudaGraphMemcpyNodeSetParams1D", kGraphEdit, kLegacy, set_memcpy_1d_node<SR_P(cudaGraphMemcpyNodeSetParams1D_v11010)>),
+    SR_RT(cudaGraphExecMemcpyNodeSetParams1D_v11010, "cudaGraphExecMemcpyNodeSetParams1D", kGraphEdit, kLegacy, set_memcpy_1d_node<SR_P(cudaGraphExecMemcpyNodeSetParams1D_v11010)>),
+    SR_RT(cudaGraphAddMemcpyNodeToSymbol_v11010, "cudaGraphAddMemcpyNodeToSymbol", kGraphEdit, kLegacy, (symbol_memcpy_node<SR_P(cudaGraphAddMemcpyNodeToSymbol_v11010), true>)),
+    SR_RT(cudaGraphAddMemcpyNodeFromSymbol_v11010, "cudaGraphAddMemcpyNodeFromSymbol", kGraphEdit, kLegacy, (symbol_memcpy_node<SR_P(cudaGraphAddMemcpyNodeFromSymbol_v11010), true>)),
+    SR_RT(cudaGraphMemcpyNodeSetParamsToSymbol_v11010, "cudaGraphMemcpyNodeSetParamsToSymbol", kGraphEdit, kLegacy, (symbol_memcpy_node<SR_P(cudaGraphMemcpyNodeSetParamsToSymbol_v11010), false>)),
+    SR_RT(cudaGraphMemcpyNodeSetParamsFromSymbol_v11010, "cudaGraphMemcpyNodeSetParamsFromSymbol", kGraphEdit, kLegacy, (symbol_memcpy_node<SR_P(cudaGraphMemcpyNodeSetParamsFromSymbol_v11010), false>)),
+    SR_RT(cudaGraphExecMemcpyNodeSetParamsToSymbol_v11010, "cudaGraphExecMemcpyNodeSetParamsToSymbol", kGraphEdit, kLegacy, (symbol_memcpy_node<SR_P(cudaGraphExecMemcpyNodeSetParamsToSymbol_v11010), false>)),
+    SR_RT(cudaGraphExecMemcpyNodeSetParamsFromSymbol_v11010, "cudaGraphExecMemcpyNodeSetParamsFromSymbol", kGraphEdit, kLegacy, (symbol_memcpy_node<SR_P(cudaGraphExecMemcpyNodeSetParamsFromSymbol_v11010), false>)),
+    SR_RT(cudaGraphAddMemsetNode_v10000, "cudaGraphAddMemsetNode", kGraphEdit, kLegacy, add_memset_node<SR_P(cudaGraphAddMemsetNode_v10000)>),
+    SR_RT(cudaGraphMemsetNodeSetParams_v10000, "cudaGraphMemsetNodeSetParams", kGraphEdit, kLegacy, set_memset_node<SR_P(cudaGraphMemsetNodeSetParams_v10000)>),
+    SR_RT(cudaGraphExecMemsetNodeSetParams_v10020, "cudaGraphExecMemsetNodeSetParams", kGraphEdit, kLegacy, set_memset_node<SR_P(cudaGraphExecMemsetNodeSetParams_v10020)>),
+    SR_RT(cudaGraphAddHostNode_v10000, "cudaGraphAddHostNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cudaGraphAddHostNode_v10000), GraphNodeType::kHost>)),
+    SR_RT(cudaGraphAddEmptyNode_v10000, "cudaGraphAddEmptyNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cudaGraphAddEmptyNode_v10000), GraphNodeType::kEmpty>)),
+    SR_RT(cudaGraphAddChildGraphNode_v10000, "cudaGraphAddChildGraphNode", kGraphEdit, kLegacy, add_child_node<SR_P(cudaGraphAddChildGraphNode_v10000)>),
+    SR_RT(cudaGraphAddEventRecordNode_v11010, "cudaGraphAddEventRecordNode", kGraphEdit, kLegacy, (add_event_node<SR_P(cudaGraphAddEventRecordNode_v11010), GraphNodeType::kEventRecord>)),
+    SR_RT(cudaGraphAddEventWaitNode_v11010, "cudaGraphAddEventWaitNode", kGraphEdit, kLegacy, (add_event_node<SR_P(cudaGraphAddEventWaitNode_v11010), GraphNodeType::kEventWait>)),
+    SR_RT(cudaGraphEventRecordNodeSetEvent_v11010, "cudaGraphEventRecordNodeSetEvent", kGraphEdit, kLegacy, (set_event_node<SR_P(cudaGraphEventRecordNodeSetEvent_v11010), GraphNodeType::kEventRecord>)),
+    SR_RT(cudaGraphEventWaitNodeSetEvent_v11010, "cudaGraphEventWaitNodeSetEvent", kGraphEdit, kLegacy, (set_event_node<SR_P(cudaGraphEventWaitNodeSetEvent_v11010), GraphNodeType::kEventWait>)),
+    SR_RT(cudaGraphExecEventRecordNodeSetEvent_v11010, "cudaGraphExecEventRecordNodeSetEvent", kGraphEdit, kLegacy, (set_event_node<SR_P(cudaGraphExecEventRecordNodeSetEvent_v11010), GraphNodeType::kEventRecord>)),
+    SR_RT(cudaGraphExecEventWaitNodeSetEvent_v11010, "cudaGraphExecEventWaitNodeSetEvent", kGraphEdit, kLegacy, (set_event_node<SR_P(cudaGraphExecEventWaitNodeSetEvent_v11010), GraphNodeType::kEventWait>)),
+    SR_RT(cudaGraphAddExternalSemaphoresSignalNode_v11020, "cudaGraphAddExternalSemaphoresSignalNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cudaGraphAddExternalSemaphoresSignalNode_v11020), GraphNodeType::kSemaphoreSignal>)),
+    SR_RT(cudaGraphAddExternalSemaphoresWaitNode_v11020, "cudaGraphAddExternalSemaphoresWaitNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cudaGraphAddExternalSemaphoresWaitNode_v11020), GraphNodeType::kSemaphoreWait>)),
+    SR_RT(cudaGraphAddMemAllocNode_v11040, "cudaGraphAddMemAllocNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cudaGraphAddMemAllocNode_v11040), GraphNodeType::kMemAlloc>)),
+    SR_RT(cudaGraphAddMemFreeNode_v11040, "cudaGraphAddMemFreeNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cudaGraphAddMemFreeNode_v11040), GraphNodeType::kMemFree>)),
+    SR_RT(cudaGraphAddNode_v12020, "cudaGraphAddNode", kGraphEdit, kLegacy, add_generic_node<GraphAddNodeParams12020>),
+    SR_RT(cudaGraphAddNode_v12030, "cudaGraphAddNode", kGraphEdit, kLegacy, add_generic_node<SR_P(cudaGraphAddNode_v12030)>),
+    SR_RT(cudaGraphNodeSetParams_v12020, "cudaGraphNodeSetParams", kGraphEdit, kLegacy, set_generic_node<SR_P(cudaGraphNodeSetParams_v12020)>),
+    SR_RT(cudaGraphExecNodeSetParams_v12020, "cudaGraphExecNodeSetParams", kGraphEdit, kLegacy, set_generic_node<SR_P(cudaGraphExecNodeSetParams_v12020)>),
+    SR_RT(cudaGraphExecChildGraphNodeSetParams_v11010, "cudaGraphExecChildGraphNodeSetParams", kGraphEdit, kLegacy, (set_child_node<SR_P(cudaGraphExecChildGraphNodeSetParams_v11010)>)),
+    SR_RT(cudaGraphAddDependencies_v10000, "cudaGraphAddDependencies", kGraphEdit, kLegacy, (graph_edges<GraphEdgesParams10, true>)),
+    SR_RT(cudaGraphAddDependencies_v12030, "cudaGraphAddDependencies", kGraphEdit, kLegacy, (graph_edges<SR_P(cudaGraphAddDependencies_v12030), true>)),
+    SR_RT(cudaGraphRemoveDependencies_v10000, "cudaGraphRemoveDependencies", kGraphEdit, kLegacy, (graph_edges<GraphEdgesParams10, false>)),
+    SR_RT(cudaGraphRemoveDependencies_v12030, "cudaGraphRemoveDependencies", kGraphEdit, kLegacy, (graph_edges<SR_P(cudaGraphRemoveDependencies_v12030), false>)),
+    SR_RT(cudaGraphDestroyNode_v10000, "cudaGraphDestroyNode", kGraphEdit, kLegacy, destroy_node<SR_P(cudaGraphDestroyNode_v10000)>),
     SR_RT(cudaStreamUpdateCaptureDependencies_v11030, "cudaStreamUpdateCaptureDependencies", kGraphCall, kLegacy, capture_dependencies<SR_P(cudaStreamUpdateCaptureDependencies_v12030)>),
     SR_RT(cudaStreamUpdateCaptureDependencies_ptsz_v11030, "cudaStreamUpdateCaptureDependencies", kGraphCall, kPerThread, capture_dependencies<SR_P(cudaStreamUpdateCaptureDependencies_ptsz_v12030)>),
     SR_RT(cudaStreamUpdateCaptureDependencies_v12030, "cudaStreamUpdateCaptureDependencies", kGraphCall, kLegacy, capture_dependencies<SR_P(cudaStreamUpdateCaptureDependencies_v12030)>),
@@ -658,6 +1106,43 @@ const CallSpec kTable[] = {
     SR_DR(cuGraphExecUpdate_v2, "cuGraphExecUpdate", kGraphCall, kLegacy, graph_exec_update<SR_P(cuGraphExecUpdate_v2)>),
     SR_DR(cuGraphExecDestroy, "cuGraphExecDestroy", kGraphCall, kLegacy, graph_exec_destroy<SR_P(cuGraphExecDestroy)>),
     SR_DR(cuGraphDestroy, "cuGraphDestroy", kGraphCall, kLegacy, graph_destroy<SR_P(cuGraphDestroy)>),
+    // ---- driver: the explicit graph API (what PyTorch, Triton and JAX-style stacks call directly)
+    SR_DR(cuGraphCreate, "cuGraphCreate", kGraphEdit, kLegacy, graph_create<SR_P(cuGraphCreate)>),
+    SR_DR(cuGraphClone, "cuGraphClone", kGraphEdit, kLegacy, graph_clone<SR_P(cuGraphClone)>),
+    SR_DR(cuGraphAddKernelNode, "cuGraphAddKernelNode", kGraphEdit, kLegacy, add_kernel_node<SR_P(cuGraphAddKernelNode)>),
+    SR_DR(cuGraphAddKernelNode_v2, "cuGraphAddKernelNode", kGraphEdit, kLegacy, add_kernel_node<SR_P(cuGraphAddKernelNode_v2)>),
+    SR_DR(cuGraphKernelNodeSetParams, "cuGraphKernelNodeSetParams", kGraphEdit, kLegacy, set_kernel_node<SR_P(cuGraphKernelNodeSetParams)>),
+    SR_DR(cuGraphKernelNodeSetParams_v2, "cuGraphKernelNodeSetParams", kGraphEdit, kLegacy, set_kernel_node<SR_P(cuGraphKernelNodeSetParams_v2)>),
+    SR_DR(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams", kGraphEdit, kLegacy, set_kernel_node<SR_P(cuGraphExecKernelNodeSetParams)>),
+    SR_DR(cuGraphExecKernelNodeSetParams_v2, "cuGraphExecKernelNodeSetParams", kGraphEdit, kLegacy, set_kernel_node<SR_P(cuGraphExecKernelNodeSetParams_v2)>),
+    SR_DR(cuGraphAddMemcpyNode, "cuGraphAddMemcpyNode", kGraphEdit, kLegacy, add_memcpy_node<SR_P(cuGraphAddMemcpyNode)>),
+    SR_DR(cuGraphMemcpyNodeSetParams, "cuGraphMemcpyNodeSetParams", kGraphEdit, kLegacy, set_memcpy_node<SR_P(cuGraphMemcpyNodeSetParams)>),
+    SR_DR(cuGraphExecMemcpyNodeSetParams, "cuGraphExecMemcpyNodeSetParams", kGraphEdit, kLegacy, set_memcpy_node<SR_P(cuGraphExecMemcpyNodeSetParams)>),
+    SR_DR(cuGraphAddMemsetNode, "cuGraphAddMemsetNode", kGraphEdit, kLegacy, add_memset_node<SR_P(cuGraphAddMemsetNode)>),
+    SR_DR(cuGraphMemsetNodeSetParams, "cuGraphMemsetNodeSetParams", kGraphEdit, kLegacy, set_memset_node<SR_P(cuGraphMemsetNodeSetParams)>),
+    SR_DR(cuGraphExecMemsetNodeSetParams, "cuGraphExecMemsetNodeSetParams", kGraphEdit, kLegacy, set_memset_node<SR_P(cuGraphExecMemsetNodeSetParams)>),
+    SR_DR(cuGraphAddHostNode, "cuGraphAddHostNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cuGraphAddHostNode), GraphNodeType::kHost>)),
+    SR_DR(cuGraphAddEmptyNode, "cuGraphAddEmptyNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cuGraphAddEmptyNode), GraphNodeType::kEmpty>)),
+    SR_DR(cuGraphAddChildGraphNode, "cuGraphAddChildGraphNode", kGraphEdit, kLegacy, add_child_node<SR_P(cuGraphAddChildGraphNode)>),
+    SR_DR(cuGraphAddEventRecordNode, "cuGraphAddEventRecordNode", kGraphEdit, kLegacy, (add_event_node<SR_P(cuGraphAddEventRecordNode), GraphNodeType::kEventRecord>)),
+    SR_DR(cuGraphAddEventWaitNode, "cuGraphAddEventWaitNode", kGraphEdit, kLegacy, (add_event_node<SR_P(cuGraphAddEventWaitNode), GraphNodeType::kEventWait>)),
+    SR_DR(cuGraphExecEventRecordNodeSetEvent, "cuGraphExecEventRecordNodeSetEvent", kGraphEdit, kLegacy, (set_event_node<SR_P(cuGraphExecEventRecordNodeSetEvent), GraphNodeType::kEventRecord>)),
+    SR_DR(cuGraphExecEventWaitNodeSetEvent, "cuGraphExecEventWaitNodeSetEvent", kGraphEdit, kLegacy, (set_event_node<SR_P(cuGraphExecEventWaitNodeSetEvent), GraphNodeType::kEventWait>)),
+    SR_DR(cuGraphAddExternalSemaphoresSignalNode, "cuGraphAddExternalSemaphoresSignalNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cuGraphAddExternalSemaphoresSignalNode), GraphNodeType::kSemaphoreSignal>)),
+    SR_DR(cuGraphAddExternalSemaphoresWaitNode, "cuGraphAddExternalSemaphoresWaitNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cuGraphAddExternalSemaphoresWaitNode), GraphNodeType::kSemaphoreWait>)),
+    SR_DR(cuGraphAddMemAllocNode, "cuGraphAddMemAllocNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cuGraphAddMemAllocNode), GraphNodeType::kMemAlloc>)),
+    SR_DR(cuGraphAddMemFreeNode, "cuGraphAddMemFreeNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cuGraphAddMemFreeNode), GraphNodeType::kMemFree>)),
+    SR_DR(cuGraphAddBatchMemOpNode, "cuGraphAddBatchMemOpNode", kGraphEdit, kLegacy, (add_plain_node<SR_P(cuGraphAddBatchMemOpNode), GraphNodeType::kBatchMemOp>)),
+    SR_DR(cuGraphAddNode, "cuGraphAddNode", kGraphEdit, kLegacy, add_generic_node<SR_P(cuGraphAddNode)>),
+    SR_DR(cuGraphAddNode_v2, "cuGraphAddNode", kGraphEdit, kLegacy, add_generic_node<SR_P(cuGraphAddNode_v2)>),
+    SR_DR(cuGraphNodeSetParams, "cuGraphNodeSetParams", kGraphEdit, kLegacy, set_generic_node<SR_P(cuGraphNodeSetParams)>),
+    SR_DR(cuGraphExecNodeSetParams, "cuGraphExecNodeSetParams", kGraphEdit, kLegacy, set_generic_node<SR_P(cuGraphExecNodeSetParams)>),
+    SR_DR(cuGraphExecChildGraphNodeSetParams, "cuGraphExecChildGraphNodeSetParams", kGraphEdit, kLegacy, set_child_node<SR_P(cuGraphExecChildGraphNodeSetParams)>),
+    SR_DR(cuGraphAddDependencies, "cuGraphAddDependencies", kGraphEdit, kLegacy, (graph_edges<SR_P(cuGraphAddDependencies), true>)),
+    SR_DR(cuGraphAddDependencies_v2, "cuGraphAddDependencies", kGraphEdit, kLegacy, (graph_edges<SR_P(cuGraphAddDependencies_v2), true>)),
+    SR_DR(cuGraphRemoveDependencies, "cuGraphRemoveDependencies", kGraphEdit, kLegacy, (graph_edges<SR_P(cuGraphRemoveDependencies), false>)),
+    SR_DR(cuGraphRemoveDependencies_v2, "cuGraphRemoveDependencies", kGraphEdit, kLegacy, (graph_edges<SR_P(cuGraphRemoveDependencies_v2), false>)),
+    SR_DR(cuGraphDestroyNode, "cuGraphDestroyNode", kGraphEdit, kLegacy, destroy_node<SR_P(cuGraphDestroyNode)>),
     SR_DR(cuStreamUpdateCaptureDependencies, "cuStreamUpdateCaptureDependencies", kGraphCall, kLegacy, capture_dependencies<SR_P(cuStreamUpdateCaptureDependencies)>),
     SR_DR(cuStreamUpdateCaptureDependencies_ptsz, "cuStreamUpdateCaptureDependencies", kGraphCall, kPerThread, capture_dependencies<SR_P(cuStreamUpdateCaptureDependencies_ptsz)>),
     SR_DR(cuStreamUpdateCaptureDependencies_v2, "cuStreamUpdateCaptureDependencies", kGraphCall, kLegacy, capture_dependencies<SR_P(cuStreamUpdateCaptureDependencies_v2)>),
@@ -709,6 +1194,7 @@ std::optional<trace::RecordKind> record_kind_of(CallKind kind) {
     case CallKind::kGraphLaunch: return RecordKind::kGraphLaunch;
     case CallKind::kStreamCapture: return RecordKind::kStreamCapture;
     case CallKind::kGraphCall: return RecordKind::kGraphCall;
+    case CallKind::kGraphEdit: return RecordKind::kGraphEdit;
   }
   return std::nullopt;
 }

@@ -42,6 +42,7 @@ enum class CallKind : uint8_t {
   kGraphLaunch,
   kStreamCapture,
   kGraphCall,  // instantiate, exec update, destroys, capture dependencies (GraphCall record)
+  kGraphEdit,  // the explicit graph API: graphs created and cloned, nodes, edges (GraphEdit record)
 };
 
 // The trace record a call kind becomes (nullopt: none).
@@ -69,6 +70,20 @@ struct CudaCall {
   // the graph an instantiate or exec update took; `ptr` is the exec (created or named).
   uint64_t graph = 0;
   trace::GraphAction graph_action = trace::GraphAction::kInstantiate;
+  uint32_t graph_flags = 0;  // instantiate: trace::GraphCallFlags
+  // The explicit graph API (kGraphEdit). `graph` is the graph edited (an exec setter's exec);
+  // `node` the node (an add's, read at exit); `other` the child graph, the event, or a clone's
+  // original. `deps` (and `edges_to`, for edge calls): `ndeps` handles as the call passed them.
+  // A node's work is in the copy (ptr, src, bytes, copy_kind), set (ptr, bytes) and launch
+  // (func, grid, block, args, packed) fields.
+  trace::GraphEditAction edit = trace::GraphEditAction::kCreate;
+  trace::GraphNodeType node_type = trace::GraphNodeType::kEmpty;
+  uint16_t edit_flags = 0;  // trace::GraphEditFlags
+  uint64_t node = 0;
+  uint64_t other = 0;
+  const void* const* deps = nullptr;
+  const void* const* edges_to = nullptr;
+  size_t ndeps = 0;
   // Kernel launches. `func`: a CUfunction, a CUkernel (`library_kernel`), or 0 when only the
   // runtime's host stub is known (its parameters cannot be described). `args`: kernelParams
   // (a pointer per argument); `packed`: one buffer with every argument at its layout offset.

@@ -26,6 +26,9 @@ class CudaQueries {
   // Memory kind of an address the tracer has no allocation record for: kDevice, kPinnedHost,
   // kManaged, or kPageableHost when the driver does not know the address.
   virtual trace::MemKind memory_kind(uint64_t ptr) = 0;
+  // The (mangled) name of `func` (a CUfunction, or a CUkernel when `library_kernel`), for calls
+  // whose callback names no symbol (graph kernel nodes); null when the driver cannot say.
+  virtual const char* function_name(uint64_t /*func*/, bool /*library_kernel*/) { return nullptr; }
 };
 
 }  // namespace streamrace::tracer

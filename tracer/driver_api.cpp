@@ -26,6 +26,8 @@ bool DriverApi::load() {
   find(h, func_get_param_info_, "cuFuncGetParamInfo");
   find(h, kernel_get_param_info_, "cuKernelGetParamInfo");
   find(h, pointer_get_attribute_, "cuPointerGetAttribute");
+  find(h, func_get_name_, "cuFuncGetName");
+  find(h, kernel_get_name_, "cuKernelGetName");
   handle_ = h;
   return true;
 }
@@ -71,6 +73,16 @@ bool DriverApi::param_layout(uint64_t func, bool library_kernel, std::vector<Par
     out = slots;
   }
   return ok;
+}
+
+const char* DriverApi::function_name(uint64_t func, bool library_kernel) {
+  const char* name = nullptr;
+  int (*first)(const char**, void*) = library_kernel ? kernel_get_name_ : func_get_name_;
+  int (*second)(const char**, void*) = library_kernel ? func_get_name_ : kernel_get_name_;
+  void* f = reinterpret_cast<void*>(func);
+  if (first && first(&name, f) == CUDA_SUCCESS && name) return name;
+  if (second && second(&name, f) == CUDA_SUCCESS && name) return name;
+  return nullptr;
 }
 
 trace::MemKind DriverApi::memory_kind(uint64_t ptr) {

@@ -22,6 +22,7 @@ class DriverApi final : public CudaQueries {
   uint32_t device_of_context(uint64_t context) override;
   bool param_layout(uint64_t func, bool library_kernel, std::vector<ParamSlot>& out) override;
   trace::MemKind memory_kind(uint64_t ptr) override;
+  const char* function_name(uint64_t func, bool library_kernel) override;
 
   std::string driver_version();
   std::string devices();  // "0:NVIDIA H200;1:NVIDIA H200"
@@ -36,6 +37,8 @@ class DriverApi final : public CudaQueries {
   int (*func_get_param_info_)(void*, size_t, size_t*, size_t*) = nullptr;
   int (*kernel_get_param_info_)(void*, size_t, size_t*, size_t*) = nullptr;
   int (*pointer_get_attribute_)(void*, int, uint64_t) = nullptr;
+  int (*func_get_name_)(const char**, void*) = nullptr;    // CUDA 12.3+
+  int (*kernel_get_name_)(const char**, void*) = nullptr;  // CUDA 12.3+
 
   std::mutex mu_;
   std::unordered_map<uint64_t, std::vector<ParamSlot>> layouts_;  // empty vector: unknown

@@ -14,7 +14,8 @@ struct RuntimeScope {
   uint32_t api_id = 0;
   bool per_thread_default = false;  // a _ptsz/_ptds entry point
   bool launch = false;              // a kernel launch whose driver launch carries the arguments
-  bool launch_emitted = false;
+  bool launch_emitted = false;     // (or its graph kernel node)
+  bool graph_kernel_node = false;  // adds or sets a kernel node: the driver call inside carries the CUfunction
   uint64_t stream = 0;  // launches: the stream as the runtime call named it, normalised
 };
 

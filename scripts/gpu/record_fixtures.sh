@@ -5,17 +5,20 @@
 # "unconfirmed" above all) before writing the cases' full expected reports with
 # `tests/update_expected.sh --update '*gpu_*'` and reviewing its diff.
 # Usage: scripts/gpu/record_fixtures.sh path/to/results.tar.gz [path/to/streamrace]
+# Environment: ONLY (a regular expression: only cases whose name matches it), COMMAND (the batch
+# that recorded the traces, for case.json; default scripts/gpu/tracer_batch.sh), RECORDED.
 set -eu
 TARBALL=$1
 SR=${2:-build/bin/streamrace}
 WORK=$(mktemp -d)
 tar xzf "$TARBALL" -C "$WORK"
 python3 - "$WORK/sr_results/traces" "$SR" <<'PY'
-import json, os, shutil, subprocess, sys
+import json, os, re, shutil, subprocess, sys
 traces_root, sr = sys.argv[1], sys.argv[2]
+only = re.compile(os.environ.get("ONLY", ".*"))
 expected = json.load(open("samples/cuda/expected_findings.json"))
 for case, exp in sorted(expected.items()):
-    if case.startswith("_"):
+    if case.startswith("_") or not only.search(case):
         continue
     src = os.path.join(traces_root, case)
     files = sorted(f for f in os.listdir(src) if f.endswith(".srace")) if os.path.isdir(src) else []
@@ -30,7 +33,7 @@ for case, exp in sorted(expected.items()):
     os.makedirs(dst, exist_ok=True)
     for f in files:
         shutil.copy(os.path.join(src, f), dst)
-    meta = {"program": case, "command": "scripts/gpu/tracer_batch.sh", "recorded": os.environ.get("RECORDED", "")}
+    meta = {"program": case, "command": os.environ.get("COMMAND", "scripts/gpu/tracer_batch.sh"), "recorded": os.environ.get("RECORDED", "")}
     with open(os.path.join(dst, "case.json"), "w") as fh:
         json.dump(meta, fh, indent=2)
         fh.write("\n")

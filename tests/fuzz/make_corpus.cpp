@@ -60,6 +60,44 @@ void seeds(const std::string& dir) {
     b.capture(s2, false);
     b.finish();
   }
+  {  // the explicit graph API: nodes of each kind, edges, a child, a clone, an exec update
+    auto b = plain(dir + "/explicit_graph.srace");
+    uint64_t s1 = b.create_stream(), s2 = b.create_stream();
+    uint64_t e = b.create_event();
+    uint64_t p = b.alloc(1 << 16);
+    using A = trace::GraphEditAction;
+    using T = trace::GraphNodeType;
+    TraceBuilder::NodeWork k, c, m;
+    k.kernel = "fill(float*)";
+    k.ptrs = {p};
+    c.dst = p + 4096;
+    c.src = p;
+    c.bytes = 1024;
+    m.dst = p;
+    m.bytes = 512;
+    b.graph_create(0x6b01);
+    b.graph_node(A::kAddNode, 0x6b01, 0x6e10, T::kMemset, {}, 0, 0, &m);
+    b.graph_create(0x6b00);
+    b.graph_node(A::kAddNode, 0x6b00, 0x6e00, T::kKernel, {}, 0, 0, &k);
+    b.graph_node(A::kAddNode, 0x6b00, 0x6e01, T::kMemcpy, {0x6e00}, 0, 0, &c);
+    b.graph_node(A::kAddNode, 0x6b00, 0x6e02, T::kChildGraph, {}, 0x6b01);
+    b.graph_node(A::kAddNode, 0x6b00, 0x6e03, T::kEventRecord, {0x6e01, 0x6e02}, e);
+    b.graph_node(A::kAddNode, 0x6b00, 0x6e04, T::kEventWait, {}, e);
+    b.graph_node(A::kAddNode, 0x6b00, 0x6e05, T::kHost, {0x6e04});
+    b.graph_edges(A::kAddEdges, 0x6b00, {0x6e05}, {0x6e02});
+    b.graph_edges(A::kRemoveEdges, 0x6b00, {0x6e00}, {0x6e01});
+    b.graph_clone(0x6b02, 0x6b00);
+    b.graph_call(trace::GraphAction::kInstantiate, 0x6b00, 0x6a00);
+    b.graph_node(A::kExecSetNode, 0x6a00, 0x6e01, T::kMemcpy, {}, 0, 0, &c);
+    b.graph_launch(s1, 0x6a00);
+    b.record_event(e, s1);
+    b.wait_event(s2, e);
+    b.graph_destroy_node(0x6e05);
+    b.graph_call(trace::GraphAction::kExecUpdate, 0x6b02, 0x6a00);
+    b.graph_launch(s2, 0x6a00);
+    b.instantiate(0x6b02, 0x6a01, trace::kGraphDeviceLaunch);
+    b.finish();
+  }
   {  // precise mode: measured intervals for a patched launch
     auto h = TraceBuilder::default_header(0);
     h.mode = "precise";

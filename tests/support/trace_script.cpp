@@ -190,7 +190,89 @@ class Interpreter {
   std::vector<std::string> paths_;
   bool ranked_ = false;
   uint64_t next_graph_ = 0x6b00, next_exec_ = 0x6c00;  // handles for capture-end and instantiate
+  uint64_t next_node_ = 0x6e00;                         // explicit graph nodes
+  // `after=A,B` of a node statement: the nodes it depends on.
+  std::vector<uint64_t> deps(Args& a) {
+    std::vector<uint64_t> out;
+    std::string list = a.option("after", "");
+    size_t at = 0;
+    while (at < list.size()) {
+      size_t comma = list.find(',', at);
+      if (comma == std::string::npos) comma = list.size();
+      out.push_back(addr(list.substr(at, comma - at)));
+      at = comma + 1;
+    }
+    return out;
+  }
+  // A node statement: `node-KIND GRAPH NODE ...` adds (binding NODE), `set-KIND NODE ...` sets
+  // it in its graph, `exec-set-KIND EXEC NODE ...` in an exec.
+  void node_statement(const std::string& verb, Args& a);
 };
+
+void Interpreter::node_statement(const std::string& verb, Args& a) {
+  using trace::GraphEditAction;
+  using trace::GraphNodeType;
+  static const std::map<std::string, GraphNodeType> kTypes = {
+      {"kernel", GraphNodeType::kKernel},        {"memcpy", GraphNodeType::kMemcpy},
+      {"memset", GraphNodeType::kMemset},        {"host", GraphNodeType::kHost},
+      {"child", GraphNodeType::kChildGraph},     {"empty", GraphNodeType::kEmpty},
+      {"wait", GraphNodeType::kEventWait},       {"record", GraphNodeType::kEventRecord},
+      {"mem-alloc", GraphNodeType::kMemAlloc},   {"mem-free", GraphNodeType::kMemFree},
+      {"conditional", GraphNodeType::kConditional}};
+  const bool add = verb.rfind("node-", 0) == 0, exec = verb.rfind("exec-set-", 0) == 0;
+  const std::string kind = verb.substr(add ? 5 : exec ? 9 : 4);
+  const GraphNodeType type = lookup(kTypes, kind, "node kind");
+  const GraphEditAction action = add ? GraphEditAction::kAddNode : exec ? GraphEditAction::kExecSetNode : GraphEditAction::kSetNode;
+  std::vector<uint64_t> after = deps(a);
+  const uint16_t flags = a.flag("params-unknown") ? uint16_t(trace::kEditParamsUnknown) : uint16_t(0);
+  size_t i = 0;
+  uint64_t graph = 0, node = 0;
+  std::string node_name;
+  if (add || exec) graph = addr(a.at(i++, add ? "graph" : "exec"));
+  if (add) {
+    node_name = a.at(i++, "node name");
+    node = next_node_++;
+  } else {
+    node = addr(a.at(i++, "node"));
+  }
+  TraceBuilder::NodeWork work;
+  const TraceBuilder::NodeWork* w = nullptr;
+  uint64_t other = 0;
+  switch (type) {
+    case GraphNodeType::kKernel:
+      work.kernel = a.at(i++, "kernel name");
+      while (i < a.pos.size()) work.ptrs.push_back(addr(a.pos[i++]));
+      w = &work;
+      break;
+    case GraphNodeType::kMemcpy:
+      work.copy_kind = lookup(kCopyKinds, a.option("kind", "d2d"), "copy kind");
+      work.src_mem = lookup(kMemKinds, a.option("src", "device"), "memory kind");
+      work.dst_mem = lookup(kMemKinds, a.option("dst", "device"), "memory kind");
+      work.dst = addr(a.at(i++, "destination"));
+      work.src = addr(a.at(i++, "source"));
+      work.bytes = number(a.at(i++, "bytes"));
+      w = &work;
+      break;
+    case GraphNodeType::kMemset:
+      work.dst = addr(a.at(i++, "destination"));
+      work.bytes = number(a.at(i++, "bytes"));
+      w = &work;
+      break;
+    case GraphNodeType::kEventRecord:
+    case GraphNodeType::kEventWait:
+      other = name(a.at(i++, "event"));
+      break;
+    case GraphNodeType::kChildGraph:
+      if (add) other = addr(a.at(i++, "child graph"));
+      break;
+    default:
+      break;
+  }
+  a.done(i);
+  if (flags & trace::kEditParamsUnknown) w = nullptr;
+  if (add) bind(node_name, node);
+  b().graph_node(action, graph, node, type, after, other, flags, w);
+}
 
 void Interpreter::line(const std::string& verb, Args a) {
   if (verb == "rank") {
@@ -388,6 +470,37 @@ void Interpreter::line(const std::string& verb, Args a) {
   } else if (verb == "graph-destroy") {
     b().graph_call(trace::GraphAction::kGraphDestroy, addr(a.at(0, "graph")), 0);
     a.done(1);
+  } else if (verb == "graph-create") {
+    const std::string n = a.at(0, "graph name");
+    a.done(1);
+    const uint64_t g = next_graph_++;
+    bind(n, g);
+    b().graph_create(g);
+  } else if (verb == "graph-clone") {
+    const std::string n = a.at(0, "clone name");
+    const uint64_t original = addr(a.at(1, "graph"));
+    a.done(2);
+    const uint64_t g = next_graph_++;
+    bind(n, g);
+    b().graph_clone(g, original);
+  } else if (verb == "edge-add" || verb == "edge-remove") {
+    const uint16_t flags = a.flag("programmatic") ? uint16_t(trace::kEditEdgeNotFull) : uint16_t(0);
+    const uint64_t g = addr(a.at(0, "graph")), from = addr(a.at(1, "from node")), to = addr(a.at(2, "to node"));
+    a.done(3);
+    b().graph_edges(verb == "edge-add" ? trace::GraphEditAction::kAddEdges : trace::GraphEditAction::kRemoveEdges, g,
+                    {from}, {to}, flags);
+  } else if (verb == "node-destroy") {
+    b().graph_destroy_node(addr(a.at(0, "node")));
+    a.done(1);
+  } else if (verb == "instantiate-device") {
+    const uint64_t graph = addr(a.at(0, "graph"));
+    const std::string n = a.at(1, "exec name");
+    a.done(2);
+    const uint64_t exec = next_exec_++;
+    bind(n, exec);
+    b().instantiate(graph, exec, trace::kGraphDeviceLaunch);
+  } else if (verb.rfind("node-", 0) == 0 || verb.rfind("set-", 0) == 0 || verb.rfind("exec-set-", 0) == 0) {
+    node_statement(verb, a);
   } else if (verb == "capture-dependencies") {
     b().graph_call(trace::GraphAction::kCaptureDependencies, 0, 0, stream(a.at(0, "stream")));
     a.done(1);

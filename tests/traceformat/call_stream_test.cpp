@@ -173,6 +173,72 @@ TEST(CallStream, StreamCaptureFromFormat10ReadsWithoutItsGraph) {
   EXPECT_THROW(short_one.for_each([](const RecordView&) {}), TraceError);
 }
 
+// Format 1.2: GraphEdit. Its parts split as written; a count or node payload that does not fit
+// is an error naming the record and the field.
+TEST(CallStream, GraphEditPartsAndBadCounts) {
+  auto message = [](ChunkBuilder& a) {
+    TempDir dir;
+    CallStream s(write_chunks(dir, {a}));
+    try {
+      read_all(s);
+    } catch (const TraceError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  {
+    TempDir dir;
+    ChunkBuilder a;
+    trace::GraphEdit g{call(0), 0x6b00, 0x6e01, 0, 2, trace::GraphEditAction::kAddNode, trace::GraphNodeType::kMemset, 0};
+    trace::Memset m{};
+    m.dst = 0x7000;
+    m.bytes = 64;
+    std::vector<uint8_t> tail(16 + sizeof(m));
+    const uint64_t deps[2] = {0x6e00, 0x6e02};
+    std::memcpy(tail.data(), deps, 16);
+    std::memcpy(tail.data() + 16, &m, sizeof(m));
+    a.add_raw(RecordKind::kGraphEdit, &g, sizeof(g), tail.data(), tail.size());
+    CallStream s(write_chunks(dir, {a}));
+    int n = 0;
+    s.for_each([&](const RecordView& r) {
+      if (r.kind != RecordKind::kGraphEdit) return;
+      ++n;
+      auto p = trace::graph_edit_parts(r);
+      EXPECT_EQ(p.head.node, 0x6e01u);
+      EXPECT_EQ(p.first, (std::vector<uint64_t>{0x6e00, 0x6e02}));
+      ASSERT_EQ(p.payload.size(), sizeof(m));
+      EXPECT_EQ(trace::graph_node_payload_kind(p.head), RecordKind::kMemset);
+    });
+    EXPECT_EQ(n, 1);
+  }
+  {
+    ChunkBuilder a;
+    trace::GraphEdit g{call(0), 0x6b00, 0, 0, 5, trace::GraphEditAction::kAddEdges, trace::GraphNodeType::kEmpty, 0};
+    uint64_t words[4] = {};
+    a.add_raw(RecordKind::kGraphEdit, &g, sizeof(g), words, sizeof(words));
+    EXPECT_NE(message(a).find("GraphEdit record: count 5 does not fit in its 32 bytes of edges"), std::string::npos)
+        << message(a);
+  }
+  {
+    ChunkBuilder a;
+    trace::GraphEdit g{call(0), 0x6b00, 0x6e00, 0, 0, trace::GraphEditAction::kAddNode, trace::GraphNodeType::kMemcpy, 0};
+    uint8_t short_body[8] = {};
+    a.add_raw(RecordKind::kGraphEdit, &g, sizeof(g), short_body, sizeof(short_body));
+    EXPECT_NE(message(a).find("GraphEdit record: memcpy node parameters of 8 bytes are shorter than the"), std::string::npos)
+        << message(a);
+  }
+  {
+    ChunkBuilder a;
+    trace::GraphEdit g{call(0), 0x6b00, 0x6e00, 0, 0, trace::GraphEditAction::kAddNode, trace::GraphNodeType::kKernel, 0};
+    trace::KernelLaunchHead k{};
+    k.nptrs = 3;
+    a.add_raw(RecordKind::kGraphEdit, &g, sizeof(g), &k, sizeof(k));
+    EXPECT_NE(message(a).find("GraphEdit record: kernel node nptrs 3 does not fit in its 0 bytes of pointers"),
+              std::string::npos)
+        << message(a);
+  }
+}
+
 TEST(CallStream, CountsMustFitTheirRecord) {
   {
     TempDir dir;

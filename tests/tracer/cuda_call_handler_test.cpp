@@ -11,12 +11,14 @@
 #include <generated_cuda_runtime_api_meta.h>
 #include <unistd.h>
 
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
 
 #include "tests/tracer/trace_contents.h"
+#include "traceformat/call_stream.h"
 #include "tracer/cuda_call_handler.h"
 #include "tracer/cuda_call_table.h"
 #include "tracer/thread_state.h"
@@ -45,6 +47,11 @@ class FakeQueries : public CudaQueries {
   trace::MemKind memory_kind(uint64_t ptr) override {
     auto it = kinds.find(ptr);
     return it == kinds.end() ? trace::MemKind::kPageableHost : it->second;
+  }
+  std::map<uint64_t, std::string> names;  // what cuFuncGetName answers
+  const char* function_name(uint64_t func, bool) override {
+    auto it = names.find(func);
+    return it == names.end() ? nullptr : it->second.c_str();
   }
 };
 
@@ -419,7 +426,7 @@ TEST(CallTable, CoversEveryCallRecordTheAnalyzerModels) {
     // The driver sees the programs that never call the runtime (Triton, NCCL, cuMemMap).
     EXPECT_TRUE(from_runtime_or_driver[1].count(k)) << "no driver callback id for " << trace::record_kind_name(k);
   }
-  EXPECT_EQ(call_kinds, 19);
+  EXPECT_EQ(call_kinds, 20);  // 1.2 added GraphEdit
 }
 
 TEST(CallTable, RowsAreUniqueNamedAndReadTheirParameters) {
@@ -656,6 +663,241 @@ TEST_F(HandlerTest, FailedEndCaptureStillEndsItAndFailedBeginIsDropped) {
   auto to_graph = caps[2].as<trace::StreamCapture>();
   EXPECT_EQ(to_graph.flags, trace::kCaptureToGraph | uint32_t(cudaStreamCaptureModeRelaxed));
   EXPECT_EQ(to_graph.graph, 0x6B05u);
+}
+
+// The explicit graph API: each call one GraphEdit record; a node's work is the body of the
+// record its eager call would be.
+trace::GraphEditParts edit_at(const TraceContents& t, size_t k) {
+  static std::deque<testing::RecordCopy> kept;  // the parts' payload points into the body
+  kept.push_back(t.of(RecordKind::kGraphEdit).at(k));
+  return trace::graph_edit_parts(trace::RecordView{kept.back().kind, std::span<const uint8_t>(kept.back().body)});
+}
+
+TEST_F(HandlerTest, ExplicitGraphNodesEdgesAndCloneAreRecorded) {
+  malloc_device(0x7000'0000, 4096);
+  malloc_device(0x7100'0000, 4096);
+  cudaGraph_t g = as_ptr<CUgraph_st>(0x6B00);
+  cudaGraphCreate_v10000_params cp{&g, 0};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphCreate_v10000, &cp);
+  cudaGraphNode_t n1 = as_ptr<CUgraphNode_st>(0x6E00), n2 = as_ptr<CUgraphNode_st>(0x6E01),
+                  n3 = as_ptr<CUgraphNode_st>(0x6E02), n4 = as_ptr<CUgraphNode_st>(0x6E03);
+  cudaMemsetParams mp{};
+  mp.dst = as_ptr<void>(0x7000'0000);
+  mp.pitch = 0;
+  mp.elementSize = 4;
+  mp.width = 256;
+  mp.height = 1;
+  cudaGraphAddMemsetNode_v10000_params ms{&n1, g, nullptr, 0, &mp};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemsetNode_v10000, &ms);
+  cudaGraphAddMemcpyNode1D_v11010_params mc{&n2, g, &n1, 1, as_ptr<void>(0x7100'0000), as_ptr<void>(0x7000'0000),
+                                            1024, cudaMemcpyDeviceToDevice};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNode1D_v11010, &mc);
+  cudaEvent_t ev = as_ptr<CUevent_st>(0x4E00);
+  cudaGraphAddEventRecordNode_v11010_params er{&n3, g, &n2, 1, ev};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddEventRecordNode_v11010, &er);
+  cudaGraph_t child = as_ptr<CUgraph_st>(0x6B01);
+  cudaGraphAddChildGraphNode_v10000_params ch{&n4, g, nullptr, 0, child};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddChildGraphNode_v10000, &ch);
+  cudaGraphEdgeData data{};
+  cudaGraphAddDependencies_v12030_params dep{g, &n4, &n2, &data, 1};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddDependencies_v12030, &dep);
+  data.type = cudaGraphDependencyTypeProgrammatic;
+  cudaGraphRemoveDependencies_v12030_params rd{g, &n1, &n2, &data, 1};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphRemoveDependencies_v12030, &rd);
+  cudaGraph_t clone = as_ptr<CUgraph_st>(0x6B02);
+  cudaGraphClone_v10000_params cl{&clone, g};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphClone_v10000, &cl);
+  cudaGraphDestroyNode_v10000_params dn{n3};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphDestroyNode_v10000, &dn);
+  cudaGraphExec_t exec = as_ptr<CUgraphExec_st>(0x6A00);
+  cudaGraphInstantiateWithFlags_v11040_params inst{&exec, g, cudaGraphInstantiateFlagDeviceLaunch};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphInstantiateWithFlags_v11040, &inst);
+  cudaGraphExecMemcpyNodeSetParams1D_v11010_params es{exec, n2, as_ptr<void>(0x7100'0000), as_ptr<void>(0x7000'0100),
+                                                      512, cudaMemcpyDeviceToDevice};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphExecMemcpyNodeSetParams1D_v11010, &es);
+  cudaGraphAddMemcpyNodeToSymbol_v11010_params sym{&n1, g, nullptr, 0, as_ptr<void>(0xAB), as_ptr<void>(0x7000'0000),
+                                                   64, 0, cudaMemcpyDeviceToDevice};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddMemcpyNodeToSymbol_v11010, &sym);
+  auto t = finish();
+  using trace::GraphEditAction;
+  using trace::GraphNodeType;
+  ASSERT_EQ(t.of(RecordKind::kGraphEdit).size(), 11u);
+  auto create = edit_at(t, 0);
+  EXPECT_EQ(create.head.action, GraphEditAction::kCreate);
+  EXPECT_EQ(create.head.graph, 0x6B00u);
+  auto memset = edit_at(t, 1);
+  EXPECT_EQ(memset.head.action, GraphEditAction::kAddNode);
+  EXPECT_EQ(memset.head.type, GraphNodeType::kMemset);
+  EXPECT_EQ(memset.head.node, 0x6E00u);
+  EXPECT_TRUE(memset.first.empty());
+  ASSERT_EQ(memset.payload.size(), sizeof(trace::Memset));
+  trace::Memset m;
+  std::memcpy(&m, memset.payload.data(), sizeof(m));
+  EXPECT_EQ(m.dst, 0x7000'0000u);
+  EXPECT_EQ(m.bytes, 1024u);
+  EXPECT_EQ(m.stream, 0u);
+  EXPECT_EQ(m.call.seq, memset.head.call.seq);
+  EXPECT_EQ(t.str(m.call.api_id), "cudaGraphAddMemsetNode");
+  auto copy = edit_at(t, 2);
+  EXPECT_EQ(copy.head.type, GraphNodeType::kMemcpy);
+  EXPECT_EQ(copy.first, (std::vector<uint64_t>{0x6E00}));
+  trace::Memcpy c;
+  ASSERT_EQ(copy.payload.size(), sizeof(c));
+  std::memcpy(&c, copy.payload.data(), sizeof(c));
+  EXPECT_EQ(c.dst, 0x7100'0000u);
+  EXPECT_EQ(c.src, 0x7000'0000u);
+  EXPECT_EQ(c.bytes, 1024u);
+  EXPECT_EQ(c.copy_kind, trace::CopyKind::kDeviceToDevice);
+  EXPECT_EQ(c.src_mem, trace::MemKind::kDevice);
+  auto rec = edit_at(t, 3);
+  EXPECT_EQ(rec.head.type, GraphNodeType::kEventRecord);
+  EXPECT_EQ(rec.head.other, 0x4E00u);
+  EXPECT_TRUE(rec.payload.empty());
+  auto chn = edit_at(t, 4);
+  EXPECT_EQ(chn.head.type, GraphNodeType::kChildGraph);
+  EXPECT_EQ(chn.head.other, 0x6B01u);
+  auto add = edit_at(t, 5);
+  EXPECT_EQ(add.head.action, GraphEditAction::kAddEdges);
+  EXPECT_EQ(add.first, (std::vector<uint64_t>{0x6E03}));
+  EXPECT_EQ(add.second, (std::vector<uint64_t>{0x6E01}));
+  EXPECT_EQ(add.head.flags, 0u);
+  auto rem = edit_at(t, 6);
+  EXPECT_EQ(rem.head.action, GraphEditAction::kRemoveEdges);
+  EXPECT_EQ(rem.head.flags, uint16_t(trace::kEditEdgeNotFull));
+  auto cln = edit_at(t, 7);
+  EXPECT_EQ(cln.head.action, GraphEditAction::kClone);
+  EXPECT_EQ(cln.head.graph, 0x6B02u);
+  EXPECT_EQ(cln.head.other, 0x6B00u);
+  EXPECT_EQ(edit_at(t, 8).head.action, GraphEditAction::kDestroyNode);
+  EXPECT_EQ(edit_at(t, 8).head.node, 0x6E02u);
+  auto set = edit_at(t, 9);
+  EXPECT_EQ(set.head.action, GraphEditAction::kExecSetNode);
+  EXPECT_EQ(set.head.graph, 0x6A00u);
+  EXPECT_EQ(set.head.node, 0x6E01u);
+  std::memcpy(&c, set.payload.data(), sizeof(c));
+  EXPECT_EQ(c.src, 0x7000'0100u);
+  EXPECT_EQ(c.bytes, 512u);
+  auto symbol = edit_at(t, 10);
+  EXPECT_EQ(symbol.head.flags, uint16_t(trace::kEditParamsUnknown));
+  EXPECT_TRUE(symbol.payload.empty());
+  auto calls = t.of(RecordKind::kGraphCall);
+  ASSERT_EQ(calls.size(), 1u);
+  EXPECT_EQ(calls[0].as<trace::GraphCall>().flags, uint32_t(trace::kGraphDeviceLaunch));
+}
+
+TEST_F(HandlerTest, RuntimeKernelNodeIsRecordedOnceFromTheDriverCallInside) {
+  malloc_device(0x7000'0000, 4096);
+  const uint64_t func = 0xF00D;
+  queries_.layouts[func] = {{0, 8}, {8, 4}};
+  uint64_t x = 0x7000'0040;
+  int n = 16;
+  void* args[] = {&x, &n};
+  cudaGraph_t g = as_ptr<CUgraph_st>(0x6B00);
+  cudaGraphNode_t node = as_ptr<CUgraphNode_st>(0x6E00);
+  cudaKernelNodeParams kp{};
+  kp.func = as_ptr<void>(0xABC);  // the runtime's host stub
+  kp.gridDim = dim3(4);
+  kp.blockDim = dim3(128);
+  kp.kernelParams = args;
+  cudaGraphAddKernelNode_v10000_params rp{&node, g, nullptr, 0, &kp};
+  runtime_enter(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000, &rp, 41);
+  CUDA_KERNEL_NODE_PARAMS dk{};
+  dk.func = as_ptr<CUfunc_st>(func);
+  dk.gridDimX = 4;
+  dk.gridDimY = dk.gridDimZ = 1;
+  dk.blockDimX = 128;
+  dk.blockDimY = dk.blockDimZ = 1;
+  dk.kernelParams = args;
+  CUgraphNode dnode = node;
+  cuGraphAddKernelNode_v2_params dp{&dnode, g, nullptr, 0, &dk};
+  // The graph calls' callbacks name no symbol: the kernel's name comes from the driver.
+  queries_.names[func] = "_Z5scalePfi";
+  driver(CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode_v2, &dp, 0, 42);
+  runtime_exit(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddKernelNode_v10000, &rp, 0, 41);
+  // A driver kernel node outside any runtime call is recorded under its own name.
+  cuGraphAddKernelNode_v2_params dp2{&dnode, g, &dnode, 1, &dk};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuGraphAddKernelNode_v2, &dp2, 0, 43);
+  auto t = finish();
+  ASSERT_EQ(t.of(RecordKind::kGraphEdit).size(), 2u);
+  EXPECT_TRUE(t.of(RecordKind::kKernelLaunch).empty());
+  auto e = edit_at(t, 0);
+  EXPECT_EQ(t.str(e.head.call.api_id), "cudaGraphAddKernelNode");
+  EXPECT_EQ(e.head.type, trace::GraphNodeType::kKernel);
+  trace::KernelLaunchHead k;
+  ASSERT_EQ(e.payload.size(), sizeof(k) + sizeof(uint64_t));
+  std::memcpy(&k, e.payload.data(), sizeof(k));
+  EXPECT_EQ(k.flags, uint32_t(trace::kKernelArgsScanned));
+  EXPECT_EQ(k.nptrs, 1u);
+  EXPECT_EQ(k.grid[0], 4u);
+  EXPECT_EQ(k.block[0], 128u);
+  EXPECT_EQ(k.stream, 0u);
+  EXPECT_EQ(t.str(k.name_id), "scale(float*, int)");
+  uint64_t p;
+  std::memcpy(&p, e.payload.data() + sizeof(k), sizeof(p));
+  EXPECT_EQ(p, 0x7000'0040u);
+  auto d = edit_at(t, 1);
+  EXPECT_EQ(t.str(d.head.call.api_id), "cuGraphAddKernelNode");
+  EXPECT_EQ(d.first, (std::vector<uint64_t>{0x6E00}));
+}
+
+TEST_F(HandlerTest, GenericAddNodeReadsTheNodeTypesParameters) {
+  malloc_device(0x7000'0000, 4096);
+  cudaGraph_t g = as_ptr<CUgraph_st>(0x6B00);
+  cudaGraphNode_t n1 = as_ptr<CUgraphNode_st>(0x6E00), n2 = as_ptr<CUgraphNode_st>(0x6E01);
+  cudaGraphNodeParams np{};
+  np.type = cudaGraphNodeTypeMemset;
+  np.memset.dst = as_ptr<void>(0x7000'0000);
+  np.memset.pitch = 256;
+  np.memset.elementSize = 1;
+  np.memset.width = 100;
+  np.memset.height = 3;  // rows 256 bytes apart: bytes 0 .. 2 * 256 + 100
+  cudaGraphAddNode_v12030_params rp{&n1, g, nullptr, nullptr, 0, &np};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddNode_v12030, &rp);
+  CUgraphNodeParams dn{};
+  dn.type = CU_GRAPH_NODE_TYPE_CONDITIONAL;
+  CUgraphNode h2 = n2;
+  CUgraphNode dep = n1;
+  CUgraphEdgeData ed{};
+  ed.type = CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+  cuGraphAddNode_v2_params dp{&h2, g, &dep, &ed, 1, &dn};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuGraphAddNode_v2, &dp);
+  auto t = finish();
+  ASSERT_EQ(t.of(RecordKind::kGraphEdit).size(), 2u);
+  auto a = edit_at(t, 0);
+  EXPECT_EQ(a.head.type, trace::GraphNodeType::kMemset);
+  trace::Memset m;
+  ASSERT_EQ(a.payload.size(), sizeof(m));
+  std::memcpy(&m, a.payload.data(), sizeof(m));
+  EXPECT_EQ(m.bytes, 2u * 256 + 100);
+  auto b = edit_at(t, 1);
+  EXPECT_EQ(b.head.type, trace::GraphNodeType::kConditional);
+  EXPECT_EQ(b.head.flags, uint16_t(trace::kEditEdgeNotFull));
+  EXPECT_EQ(b.first, (std::vector<uint64_t>{0x6E00}));
+  EXPECT_TRUE(b.payload.empty());
+}
+
+TEST_F(HandlerTest, ManyDependenciesAndEdgesStayInsideARecord) {
+  cudaGraph_t g = as_ptr<CUgraph_st>(0x6B00);
+  std::vector<cudaGraphNode_t> from(5000), to(5000);
+  for (size_t i = 0; i < from.size(); ++i) {
+    from[i] = as_ptr<CUgraphNode_st>(0x10000 + i);
+    to[i] = as_ptr<CUgraphNode_st>(0x20000 + i);
+  }
+  cudaGraphNode_t n = as_ptr<CUgraphNode_st>(0x6E00);
+  cudaGraphAddEmptyNode_v10000_params en{&n, g, from.data(), from.size()};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddEmptyNode_v10000, &en);
+  cudaGraphAddDependencies_v12030_params dep{g, from.data(), to.data(), nullptr, from.size()};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaGraphAddDependencies_v12030, &dep);
+  auto t = finish();
+  ASSERT_EQ(t.of(RecordKind::kGraphEdit).size(), 4u);  // the node, then 2048 + 2048 + 904 edges
+  auto node = edit_at(t, 0);
+  EXPECT_EQ(node.head.count, 4096u);
+  EXPECT_EQ(node.head.flags, uint16_t(trace::kEditDepsLeftOut));
+  EXPECT_EQ(edit_at(t, 1).first.size(), 2048u);
+  auto last = edit_at(t, 3);
+  ASSERT_EQ(last.first.size(), 904u);
+  EXPECT_EQ(last.first.back(), 0x10000u + 4999);
+  EXPECT_EQ(last.second.back(), 0x20000u + 4999);
 }
 
 TEST_F(HandlerTest, TracerOwnCallsAreIgnored) {
