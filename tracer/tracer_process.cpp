@@ -191,6 +191,18 @@ void TracerProcess::create_core_locked() {
   if (TorchAllocatorHook::enabled_by_env()) handler->set_torch_allocator_hook(new TorchAllocatorHook(*handler));
   handler_.store(handler);
   install_exit_hooks();
+  // After the exit hooks: the guard's SIGSEGV handler must sit on top of the tracer's own
+  // fatal-signal handler, which it passes every fault that is not its own.
+  if (tracer_flag("host_accesses")) {
+    host_ = new HostAccessTracker(PageGuard::process(), *recorder_, stack_mode() != StackMode::kNone);
+    if (host_->active()) {
+      handler->set_host_access_tracker(host_);
+    } else {
+      recorder_->add_notice(trace::NoticeLevel::kError,
+                            "host accesses were requested but the SIGSEGV handler could not be installed: none are "
+                            "recorded");
+    }
+  }
 }
 
 CudaCallHandler& TracerProcess::handler() {
@@ -349,6 +361,8 @@ void TracerProcess::at_exit() {
   {
     InternalCallGuard guard;
     if (cupti_started_) cupti_.flush_activity(true);
+    // Every guarded page gets its protection back before exit handlers of other libraries run.
+    if (host_) host_->finish();
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
     // Launches since the last synchronisation still hold their intervals on the device.
     if (precise_started_ && cuda_used) {
@@ -384,6 +398,7 @@ void TracerProcess::at_quick_exit() {
   if (exited_.exchange(true)) return;
   if (!handler_.load() || !recorder_) return;
   try {
+    if (host_) host_->finish();
     recorder_->close();
   } catch (...) {
   }
@@ -406,6 +421,12 @@ void TracerProcess::after_fork_in_child() {
   stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
   h->set_recorder(*recorder_);
   h->set_stacks(stacks_);
+  if (host_) {
+    // The child's pages keep the parent's protections: give them back; the parent's windows
+    // and pinned memory mean nothing to the child (CUDA does not work across fork).
+    host_->reset_after_fork();
+    host_->set_recorder(*recorder_);
+  }
   exited_.store(false);
 }
 

@@ -62,6 +62,7 @@ class TracerProcess {
   AllocationTable allocs_;
   TraceRecorder* recorder_ = nullptr;  // leaked on purpose (see class comment)
   StackCapture* stacks_ = nullptr;
+  HostAccessTracker* host_ = nullptr;  // --host-accesses; leaked on purpose, as the recorder
   CuptiSession cupti_;
   bool cupti_started_ = false;
   bool precise_requested_ = false;
