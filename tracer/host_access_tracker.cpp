@@ -99,6 +99,12 @@ void HostAccessTracker::copy_enqueued(uint64_t host, uint64_t bytes, bool device
   const uint64_t lo = std::max(r.lo, host / page * page);
   const uint64_t hi = std::min(r.hi, (std::min(end, r.base + r.bytes) + page - 1) / page * page);
   if (lo >= hi) return;
+  // Another SIGSEGV handler replaced the guard's: faults on guarded pages would go to code that
+  // does not expect them. Nothing stays guarded, nothing new is.
+  if (!guard_.still_on_top()) {
+    end_windows_locked([](const Window&, uint64_t, uint64_t) { return true; }, 0, 0);
+    return;
+  }
   // The same buffer copied again on the same stream (a loop): the new copy's window replaces
   // the old one (its pages may have been unguarded by a fault).
   for (size_t i = 0; i < windows_.size(); ++i) {

@@ -262,11 +262,17 @@ void PageGuard::on_signal(int sig, siginfo_t* info, void* uctx) {
 bool PageGuard::handle_fault(uint64_t addr, int dir_hint, void* uctx) {
   bool found = false, armed = false;
   int prot = PROT_READ, original = PROT_READ | PROT_WRITE;
+  uint64_t wlo = 0, whi = 0;
   for (auto& w : windows_) {
     const uint32_t st = w.state.load(std::memory_order_acquire);
     if (st == kWindowFree) continue;
-    if (addr < w.lo.load(std::memory_order_relaxed) || addr >= w.hi.load(std::memory_order_relaxed)) continue;
-    if (!found) original = w.original.load(std::memory_order_relaxed);
+    const uint64_t lo = w.lo.load(std::memory_order_relaxed), hi = w.hi.load(std::memory_order_relaxed);
+    if (addr < lo || addr >= hi) continue;
+    if (!found) {
+      original = w.original.load(std::memory_order_relaxed);
+      wlo = lo;
+      whi = hi;
+    }
     found = true;
     if (st == kWindowArmed) {
       armed = true;
@@ -275,8 +281,12 @@ bool PageGuard::handle_fault(uint64_t addr, int dir_hint, void* uctx) {
   }
   if (!found) return false;
   const uint64_t page = addr & ~uint64_t(page_ - 1);
-  // The rest of this window, the page is the program's again: each page faults once.
-  mprotect(reinterpret_cast<void*>(page), page_, original);
+  // The rest of this window, the page is the program's again: each page faults once. Where
+  // the page cannot be changed alone (a huge-page mapping refuses a 4 KiB range), the whole
+  // window, which arm() could protect, gets its protection back: the access must proceed.
+  if (mprotect(reinterpret_cast<void*>(page), page_, original) != 0 &&
+      mprotect(reinterpret_cast<void*>(wlo), size_t(whi - wlo), original) != 0)
+    return false;
   if (armed) note_fault(addr, page, prot, dir_hint, uctx);
   return true;
 }

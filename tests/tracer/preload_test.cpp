@@ -193,6 +193,21 @@ TEST_F(PreloadTest, NcclCallsInALocalScopeReachTheRealLibraryAndTheTrace) {
 
 // The ways a process leaves (issue #13): each gives the program's own status, and every
 // process that made calls leaves a complete trace (end marker written) holding all of them.
+// --host-accesses installs a SIGSEGV handler of the tracer's when the process first uses
+// CUDA (here NCCL): the program's own faults must still reach the program's handler, or kill
+// it the default way, exactly as without the tracer.
+TEST_F(PreloadTest, HostAccessesLeaveTheProgramsOwnFaultsAsTheyWere) {
+  for (const char* env : {"", "STREAMRACE_HOST_ACCESSES=1", "STREAMRACE_OPTIONS=host_accesses=1"}) {
+    SCOPED_TRACE(env);
+    auto killed = run(env, "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' segv");
+    EXPECT_EQ(killed.rc, 128 + SIGSEGV) << killed.err;
+    EXPECT_EQ(killed.out, "");
+    auto handled = run(env, "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' segv_handled");
+    EXPECT_EQ(handled.rc, 0) << handled.err;
+    EXPECT_EQ(handled.out, "handled 1 value 5\n");
+  }
+}
+
 TEST_F(PreloadTest, EveryExitPathKeepsTheStatusAndACompleteTrace) {
   struct Case {
     const char* mode;
