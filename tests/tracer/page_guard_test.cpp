@@ -214,6 +214,41 @@ TEST_F(PageGuardTest, AFaultOutsideEveryWindowReachesTheProgramsHandler) {
   munmap(own, kPage);
 }
 
+// A fault delivered after another thread released the page's window (the release raced with
+// the fault): the page is accessible again, so the access is retried, never passed on.
+TEST_F(PageGuardTest, AStaleFaultOnAPageReleasedMeanwhileIsRetried) {
+  char* m = map_pages(1);
+  char* own = map_pages(1);
+  ASSERT_NE(m, nullptr);
+  ASSERT_NE(own, nullptr);
+  PageGuard& g = PageGuard::process();
+  uint32_t id = g.arm(u(m), u(m + kPage), PROT_READ, PROT_READ | PROT_WRITE);
+  ASSERT_NE(id, 0u);
+  g.release(id);
+  siginfo_t info;
+  std::memset(&info, 0, sizeof info);
+  info.si_signo = SIGSEGV;
+  info.si_code = SEGV_ACCERR;
+  info.si_addr = m + 40;
+  const auto before = g.counts();
+  g.on_signal(SIGSEGV, &info, nullptr);
+  EXPECT_EQ(g.counts().retried, before.retried + 1);
+  EXPECT_EQ(g.counts().passed_on, before.passed_on);
+  EXPECT_TRUE(drain_all().empty());
+  // The same on a page that is still protected by someone else: passed on, not retried.
+  g_program_page.store(own);
+  g_program_faults.store(0);
+  ASSERT_EQ(mprotect(own, kPage, PROT_READ), 0);
+  info.si_addr = own + 8;
+  g.on_signal(SIGSEGV, &info, nullptr);
+  EXPECT_EQ(g_program_faults.load(), 1);
+  EXPECT_EQ(g.counts().retried, before.retried + 1);
+  EXPECT_EQ(g.counts().passed_on, before.passed_on + 1);
+  g_program_page.store(nullptr);
+  munmap(m, kPage);
+  munmap(own, kPage);
+}
+
 TEST_F(PageGuardTest, ArmRefusesOnceAnotherHandlerReplacedOurs) {
   char* m = map_pages(1);
   ASSERT_NE(m, nullptr);
