@@ -80,7 +80,8 @@ void TraceAnalysis::run() {
   if (host_sides_dropped_)
     notices_.push_back({"warning", path_,
                         fmt::format("{} async copies to or from pinned host memory were left out of the host-access "
-                                    "check: more than {} were in flight with no host synchronisation after them",
+                                    "check: more than {} were in flight with no host synchronisation after them "
+                                    "(the oldest were dropped)",
                                     host_sides_dropped_, kMaxHostSides)});
   if (precise_graph_kernels_)
     notices_.push_back({"warning", path_,
@@ -537,16 +538,21 @@ void TraceAnalysis::replay_node(const CapturedNode& node, uint64_t stream, uint3
 
 void TraceAnalysis::remember_host_side(const AccessEpoch& copy, uint64_t stream, uint64_t addr, uint64_t bytes,
                                        bool device_writes) {
-  // Copies the host has been ordered after can never conflict with a later host access: drop
-  // them now and then (with one host clock; separate clocks keep them for the other threads).
-  if (!opts_.separate_host_threads && host_sides_.size() % 4096 == 4095) {
-    const VectorClock& host = hb_.host_clock(copy.thread);
-    std::erase_if(host_sides_, [&](const HostSide& h) { return host.covers(h.copy.slot, h.copy.clock); });
-  }
+  // At most kMaxHostSides are kept, so a host access costs at most that many checks however
+  // the trace was made. When full: copies the host has been ordered after can never conflict
+  // with a later host access and go first (with one host clock; separate clocks keep them for
+  // the other threads); then, if still more than half full, the oldest (counted, and said in a
+  // notice). Either way at most half stays, so this costs O(1) per copy amortised.
   if (host_sides_.size() >= kMaxHostSides) {
-    const size_t drop = host_sides_.size() / 2;
-    host_sides_.erase(host_sides_.begin(), host_sides_.begin() + long(drop));
-    host_sides_dropped_ += drop;
+    if (!opts_.separate_host_threads) {
+      const VectorClock& host = hb_.host_clock(copy.thread);
+      std::erase_if(host_sides_, [&](const HostSide& h) { return host.covers(h.copy.slot, h.copy.clock); });
+    }
+    if (host_sides_.size() > kMaxHostSides / 2) {
+      const size_t drop = host_sides_.size() - kMaxHostSides / 2;
+      host_sides_.erase(host_sides_.begin(), host_sides_.begin() + long(drop));
+      host_sides_dropped_ += drop;
+    }
   }
   AccessEpoch e = copy;
   e.addr = addr;

@@ -114,7 +114,7 @@ class TraceAnalysis {
     AccessEpoch copy;
   };
   std::vector<HostSide> host_sides_;
-  static constexpr size_t kMaxHostSides = 1u << 20;  // oldest dropped beyond this (with a notice)
+  static constexpr size_t kMaxHostSides = 8192;  // in flight at once; oldest dropped beyond (with a notice)
   uint64_t host_sides_dropped_ = 0;
   // Identity of a finding inside one trace: both sites and the shape of the conflict.
   struct SiteKey {
