@@ -241,10 +241,11 @@ void TraceRecorder::flush() {
   flush_locked(false);
 }
 
-void TraceRecorder::emergency_flush() {
+void TraceRecorder::emergency_flush(bool finish) {
   std::unique_lock lock(flush_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;
   flush_locked(true);
+  if (!finish) return;
   try {
     if (writer_) writer_->close();
   } catch (...) {

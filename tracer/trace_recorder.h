@@ -74,8 +74,10 @@ class TraceRecorder {
   void flush();
   // Flushes, writes the end-of-trace marker, stops the flusher. Later records are dropped.
   void close();
-  // From a fatal-signal handler: flushes what it can without waiting on any lock.
-  void emergency_flush();
+  // From a fatal-signal handler: flushes what it can without waiting on any lock. `finish`:
+  // the process is about to die, so the file is finished too; otherwise (the program handles
+  // the signal itself and may go on) the file stays open for the records that follow.
+  void emergency_flush(bool finish = true);
 
   bool file_created() const { return created_.load(); }
   const std::string& path() const { return opts_.path; }

@@ -34,7 +34,7 @@ void signal_handler(int sig, siginfo_t* info, void* uctx) {
                                                         : (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN);
   if (prev_is_function) {
     // The program handles this signal itself and may well go on running: only flush.
-    if (sig != SIGINT && sig != SIGTERM) TracerProcess::get().on_fatal_signal(sig);
+    if (sig != SIGINT && sig != SIGTERM) TracerProcess::get().on_fatal_signal(sig, false);
     if (prev.sa_flags & SA_SIGINFO) {
       prev.sa_sigaction(sig, info, uctx);
     } else {
@@ -404,8 +404,8 @@ void TracerProcess::at_quick_exit() {
   }
 }
 
-void TracerProcess::on_fatal_signal(int) {
-  if (handler_.load() && recorder_) recorder_->emergency_flush();
+void TracerProcess::on_fatal_signal(int, bool fatal) {
+  if (handler_.load() && recorder_) recorder_->emergency_flush(fatal);
 }
 
 void TracerProcess::after_fork_in_child() {
