@@ -373,8 +373,14 @@ void CudaCallHandler::memcpy(const CudaCall& call, const Emission& e, uint64_t s
   r.call = call_info(e.api);
   rec_->add(r);
   if (host_) {
+    const bool pageable_src = r.src_mem == trace::MemKind::kPageableHost;
+    const bool pageable_dst = r.dst_mem == trace::MemKind::kPageableHost;
     if (!call.async) {
       host_->host_synchronized();
+    } else if (pageable_src != pageable_dst) {
+      // A copy from pageable memory synchronises with its stream first; one to pageable memory
+      // makes the host wait for it (as the analyzer models them): that stream's windows end.
+      host_->stream_synchronized(stream);
     } else {
       // The pinned host side is in use until the host synchronises with the copy: guard it.
       if (r.src_mem == trace::MemKind::kPinnedHost) host_->copy_enqueued(r.src, r.bytes, false, stream);

@@ -8,7 +8,8 @@
 // Windows end conservatively early, never late: unguarding too early only loses detection,
 // while a page left guarded after the copy completed could make a system call on it fail
 // (read(2) into a write-protected buffer returns EFAULT instead of faulting). So: a stream
-// synchronisation or successful stream query ends that stream's windows (the legacy default
+// synchronisation or successful stream query, and an async copy from or to pageable memory
+// (which synchronises with its stream), ends that stream's windows (the legacy default
 // stream's: every window); an event synchronisation or successful query ends the windows
 // enqueued on the event's stream before its record; a device synchronisation, a synchronising
 // free and a synchronous copy or set end every window.

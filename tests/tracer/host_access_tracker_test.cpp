@@ -297,6 +297,20 @@ TEST_F(HostAccessTest, PinnedMemoryThatIsNotPlainReadWriteIsNeverGuarded) {
   ASSERT_EQ(mprotect(mem_, kPage, PROT_READ | PROT_WRITE), 0);
 }
 
+TEST_F(HostAccessTest, AnAsyncCopyFromPageableMemoryOnTheStreamEndsItsWindows) {
+  host_alloc(mem_, kPage);
+  device_alloc();
+  copy_async(kDev, u(mem_), 64, cudaMemcpyHostToDevice);
+  EXPECT_EQ(tracker_->open_windows(), 1u);
+  static char pageable[64];
+  copy_async(kDev + 4096, u(pageable), 64, cudaMemcpyHostToDevice);  // synchronises with the stream first
+  EXPECT_EQ(tracker_->open_windows(), 0u);
+  host_store(mem_ + 1, 1);
+  EXPECT_FALSE(tracker_->has_pending());
+  finish();
+  EXPECT_TRUE(analyse().findings.empty());
+}
+
 TEST_F(HostAccessTest, MemoryTheTracerWasNotToldIsPinnedIsNeverGuarded) {
   device_alloc();
   copy_async(kDev, u(mem_), 64, cudaMemcpyHostToDevice);  // pageable: the copy is synchronous anyway
