@@ -19,6 +19,8 @@ const char* to_string(RaceKind k) {
     case RaceKind::kWriteAfterWrite: return "write-after-write";
     case RaceKind::kReadAfterWrite: return "read-after-write";
     case RaceKind::kUseAfterReuse: return "use-after-reuse";
+    case RaceKind::kHostWriteDuringCopy: return "host-write-during-copy";
+    case RaceKind::kHostReadDuringCopy: return "host-read-during-copy";
   }
   return "race";
 }
@@ -29,6 +31,8 @@ const char* short_name(RaceKind k) {
     case RaceKind::kWriteAfterWrite: return "WAW";
     case RaceKind::kReadAfterWrite: return "RAW";
     case RaceKind::kUseAfterReuse: return "UAR";
+    case RaceKind::kHostWriteDuringCopy: return "HWC";
+    case RaceKind::kHostReadDuringCopy: return "HRC";
   }
   return "RACE";
 }
@@ -120,6 +124,34 @@ std::string site_of(const Access& a) {
 void describe_missing_edge(Finding& f, uint32_t seen_clock, uint32_t earlier_clock) {
   const Access& e = f.earlier;
   const Access& l = f.later;
+  if (f.kind == RaceKind::kHostWriteDuringCopy || f.kind == RaceKind::kHostReadDuringCopy) {
+    const bool device_writes = e.direction != "read";  // the copy writes host memory: a device-to-host destination
+    const std::string what = device_writes ? "its destination, which the copy writes" : "its source, which the copy reads";
+    const std::string sync = seen_clock == 0
+                                 ? fmt::format("the host never synchronised with {}", e.stream_label)
+                                 : fmt::format("the host had synchronised with {} only up to its operation #{}; the copy "
+                                               "is operation #{} there, issued after that point",
+                                               e.stream_label, seen_clock, earlier_clock);
+    f.missing_edge = fmt::format(
+        "{} ({}) is asynchronous: it returns before the copy is done, and the host {} {} ({} at {}) while the copy "
+        "may still be in flight: {}. No cudaStreamSynchronize, cudaEventSynchronize (or successful query) or "
+        "cudaDeviceSynchronize ordered the host after the copy first.",
+        e.op, site_of(e), l.direction == "read" ? "read" : l.direction == "write" ? "wrote" : "touched", what, l.op,
+        site_of(l), sync);
+    f.fix = fmt::format(
+        "Wait for the copy before the host touches the buffer again: synchronise with {} (cudaStreamSynchronize), "
+        "or record an event right after {} at {} and cudaEventSynchronize it, before the {} at {}. PyTorch: torch.cuda.current_stream().synchronize() "
+        "or ev = torch.cuda.Event(); ev.record() after the .to(..., non_blocking=True), then ev.synchronize() before "
+        "reusing the pinned tensor; or give each in-flight copy its own pinned buffer.",
+        e.stream_label, e.op, site_of(e), l.op, site_of(l));
+    if (f.confidence == Confidence::kPossible)
+      f.fix += l.direction == "read or write"
+                   ? " The fault did not say whether the host read or wrote: check that it writes the buffer before "
+                     "changing the code."
+                   : " The host access is known only by its page (the fault gave no exact address): check that it "
+                     "touches the copy's bytes before changing the code.";
+    return;
+  }
   if (seen_clock == 0) {
     f.missing_edge = fmt::format(
         "{} never waited for {}: no event recorded there was waited on and no host synchronisation ordered the two, "
@@ -317,6 +349,8 @@ void from_json(const json& j, Finding& f) {
   else if (kind == "write-after-write") f.kind = RaceKind::kWriteAfterWrite;
   else if (kind == "read-after-write") f.kind = RaceKind::kReadAfterWrite;
   else if (kind == "use-after-reuse") f.kind = RaceKind::kUseAfterReuse;
+  else if (kind == "host-write-during-copy") f.kind = RaceKind::kHostWriteDuringCopy;
+  else if (kind == "host-read-during-copy") f.kind = RaceKind::kHostReadDuringCopy;
   else throw std::runtime_error("unknown finding kind '" + kind + "'");
   std::string conf = j.at("confidence").get<std::string>();
   if (conf != "certain" && conf != "possible") throw std::runtime_error("unknown confidence '" + conf + "'");

@@ -16,7 +16,11 @@ enum class Confidence { kCertain, kPossible };
 // kUseAfterReuse: the later access is to a tensor the allocator handed out at addresses an
 // earlier tensor had, while work on another stream that used the earlier tensor was not yet
 // ordered before it (a missing `record_stream` or event wait before the free).
-enum class RaceKind { kWriteAfterRead, kWriteAfterWrite, kReadAfterWrite, kUseAfterReuse };
+// kHostWriteDuringCopy / kHostReadDuringCopy (--host-accesses): the host wrote the pinned host
+// side of an async copy (its source, or its destination), or read a device-to-host copy's
+// destination, before any host synchronisation ordered the host after the copy.
+enum class RaceKind { kWriteAfterRead, kWriteAfterWrite, kReadAfterWrite, kUseAfterReuse, kHostWriteDuringCopy,
+                      kHostReadDuringCopy };
 
 const char* to_string(Confidence c);    // "certain" / "possible"
 const char* to_string(RaceKind k);      // "write-after-read" / ...

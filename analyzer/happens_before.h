@@ -84,6 +84,8 @@ class HappensBefore {
   void host_joins_event(uint64_t event, uint32_t thread);   // cudaEventSynchronize, query==success
   void host_joins_stream(uint64_t stream, uint32_t thread); // cudaStreamSynchronize, query==success
   void host_joins_device(uint32_t device, uint32_t thread); // cudaDeviceSynchronize, cudaFree, ...
+  // What host `thread` has observed (the shared host clock unless threads are kept separate).
+  const VectorClock& host_clock(uint32_t thread) { return host(thread); }
 
   // --- operations
   // Starts an op on `stream` issued by host `thread`: applies the launch-from-host rule and

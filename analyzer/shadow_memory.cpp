@@ -32,6 +32,7 @@ const char* op_kind_name(OpKind k) {
     case OpKind::kKernel: return "kernel";
     case OpKind::kNccl: return "nccl";
     case OpKind::kFree: return "free";
+    case OpKind::kHost: return "host";
   }
   return "op";
 }

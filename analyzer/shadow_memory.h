@@ -13,7 +13,7 @@
 
 namespace streamrace::analysis {
 
-enum class OpKind : uint8_t { kMemcpy = 0, kMemset = 1, kKernel = 2, kNccl = 3, kFree = 4 };
+enum class OpKind : uint8_t { kMemcpy = 0, kMemset = 1, kKernel = 2, kNccl = 3, kFree = 4, kHost = 5 };  // kHost: a HostAccess
 const char* op_kind_name(OpKind k);
 
 // One access by one operation, as stored in the shadow. Kept small: segments hold these.

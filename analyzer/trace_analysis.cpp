@@ -77,6 +77,12 @@ void TraceAnalysis::run() {
                         fmt::format("{} operations issued during stream capture were not analysed: the capture's end "
                                     "names no graph (it failed, or the trace was written before format 1.1)",
                                     unnamed_captured_ops_)});
+  if (host_sides_dropped_)
+    notices_.push_back({"warning", path_,
+                        fmt::format("{} async copies to or from pinned host memory were left out of the host-access "
+                                    "check: more than {} were in flight with no host synchronisation after them "
+                                    "(the oldest were dropped)",
+                                    host_sides_dropped_, kMaxHostSides)});
   if (precise_graph_kernels_)
     notices_.push_back({"warning", path_,
                         fmt::format("{} kernel nodes of CUDA graphs ran without measured accesses: precise mode does "
@@ -176,6 +182,9 @@ void TraceAnalysis::dispatch(const RecordView& r) {
     case RecordKind::kMemset:
       if (captures_.add_if_capturing(r.as<Memset>().stream, r)) return;
       on_memset(r.as<Memset>());
+      return;
+    case RecordKind::kHostAccess:
+      on_host_access(r.as<HostAccess>());
       return;
     case RecordKind::kKernelAccess:
       return;  // precise tier: gathered up front, applied with its launch (on_kernel)
@@ -293,6 +302,12 @@ void TraceAnalysis::on_memcpy(const Memcpy& m) {
     scratch_.push_back(wr);
   }
   apply(s, scratch_);
+  // An async copy's pinned host side stays in use until the host is ordered after the copy:
+  // host accesses caught meanwhile (--host-accesses) are checked against it.
+  if (m.is_async && m.bytes) {
+    if (m.src_mem == MemKind::kPinnedHost) remember_host_side(base, m.stream, m.src, m.bytes, false);
+    if (m.dst_mem == MemKind::kPinnedHost) remember_host_side(base, m.stream, m.dst, m.bytes, true);
+  }
   // When the host waits for the copy to finish.
   bool host_waits;
   if (!m.is_async) {
@@ -622,6 +637,100 @@ void TraceAnalysis::replay_node(const CapturedNode& node, uint64_t stream, uint3
   }
 }
 
+void TraceAnalysis::remember_host_side(const AccessEpoch& copy, uint64_t stream, uint64_t addr, uint64_t bytes,
+                                       bool device_writes) {
+  // At most kMaxHostSides are kept, so a host access costs at most that many checks however
+  // the trace was made. When full: copies the host has been ordered after can never conflict
+  // with a later host access and go first (with one host clock; separate clocks keep them for
+  // the other threads); then, if still more than half full, the oldest (counted, and said in a
+  // notice). Either way at most half stays, so this costs O(1) per copy amortised.
+  if (host_sides_.size() >= kMaxHostSides) {
+    if (!opts_.separate_host_threads) {
+      const VectorClock& host = hb_.host_clock(copy.thread);
+      std::erase_if(host_sides_, [&](const HostSide& h) { return host.covers(h.copy.slot, h.copy.clock); });
+    }
+    if (host_sides_.size() > kMaxHostSides / 2) {
+      const size_t drop = host_sides_.size() - kMaxHostSides / 2;
+      host_sides_.erase(host_sides_.begin(), host_sides_.begin() + long(drop));
+      host_sides_dropped_ += drop;
+    }
+  }
+  AccessEpoch e = copy;
+  e.addr = addr;
+  e.bytes = bytes;
+  e.write = device_writes;
+  uint64_t hi = addr + bytes < addr ? UINT64_MAX : addr + bytes;
+  host_sides_.push_back(HostSide{addr, hi, device_writes, stream, e});
+}
+
+void TraceAnalysis::on_host_access(const HostAccess& h) {
+  const VectorClock& host = hb_.host_clock(h.call.thread);
+  const bool exact = (h.flags & kHostAccessExactAddr) != 0 || h.page_bytes == 0;
+  // An exact fault is known to touch the byte at its address; otherwise only its page is known.
+  const uint64_t lo = exact ? h.addr : h.page;
+  const uint64_t hi = exact ? h.addr + 1 : (h.page + h.page_bytes < h.page ? UINT64_MAX : h.page + h.page_bytes);
+  const bool writes = h.dir != AccessDir::kRead;
+  const bool reads = h.dir != AccessDir::kWrite;
+  ++summary_.accesses;
+  AccessEpoch access;
+  access.seq = h.call.seq;
+  access.addr = lo;
+  access.bytes = hi - lo;
+  access.stack_id = h.call.stack_id;
+  access.name_id = h.call.api_id;
+  access.thread = h.call.thread;
+  access.op = OpKind::kHost;
+  access.write = h.dir == AccessDir::kWrite;
+  access.maybe_write = h.dir == AccessDir::kReadWrite;
+  access.inexact = !exact;
+  size_t kept = 0;
+  for (size_t i = 0; i < host_sides_.size(); ++i) {
+    const HostSide& side = host_sides_[i];
+    const bool ordered = host.covers(side.copy.slot, side.copy.clock);
+    if (ordered && !opts_.separate_host_threads) continue;  // done for the one host clock: forget it
+    host_sides_[kept++] = side;
+    if (ordered) continue;
+    const uint64_t olo = std::max(lo, side.lo), ohi = std::min(hi, side.hi);
+    if (olo >= ohi) continue;
+    // The host may not write bytes a copy still reads or writes, nor read bytes it still writes.
+    if (!(writes || (reads && side.device_writes))) continue;
+    const RaceKind kind = h.dir == AccessDir::kRead ? RaceKind::kHostReadDuringCopy : RaceKind::kHostWriteDuringCopy;
+    const Confidence conf = exact && h.dir != AccessDir::kReadWrite ? Confidence::kCertain : Confidence::kPossible;
+    SiteKey key{side.copy.stack_id, side.copy.name_id, access.stack_id, access.name_id,
+                uint32_t(kind) | uint32_t(conf) << 3 | uint32_t(OpKind::kHost) << 8 | uint32_t(side.device_writes) << 12 |
+                    uint32_t(h.dir) << 14};
+    auto [it, inserted] = pending_index_.emplace(key, pending_.size());
+    if (inserted) {
+      PendingFinding pf{};
+      pf.kind = kind;
+      pf.confidence = conf;
+      pf.earlier = side.copy;
+      pf.later = access;
+      const StreamState* es = hb_.streams_by_slot()[side.copy.slot];
+      pf.earlier_stream = es ? es->shown() : side.stream;
+      pf.earlier_label = es ? es->label() : dict_->label(side.stream);
+      pf.later_stream = 0;
+      pf.later_label = fmt::format("host thread {}", h.call.thread);
+      pf.overlap_lo = olo;
+      pf.overlap_hi = ohi;
+      const AllocationShadow* al = shadow_.find(olo);
+      pf.alloc_base = al ? al->base : 0;
+      pf.alloc_bytes = al ? al->bytes : 0;
+      pf.alloc_kind = al ? al->kind : 0;
+      pf.seen_clock = host.get(side.copy.slot);
+      pf.first_seq = h.call.seq;
+      pending_.push_back(std::move(pf));
+    }
+    PendingFinding& pf = pending_[it->second];
+    if (pf.last_seq != h.call.seq || pf.count == 0) {
+      ++pf.count;
+      if (pf.pairs.size() < opts_.racing_pairs_kept) pf.pairs.push_back(RacingPair{when(side.copy), h.call.seq});
+    }
+    pf.last_seq = h.call.seq;
+  }
+  host_sides_.resize(kept);
+}
+
 void TraceAnalysis::on_alloc(const Alloc& a) {
   shadow_.allocate(a.ptr, a.bytes, uint8_t(a.kind), a.call.seq);
 }
@@ -804,6 +913,8 @@ std::vector<Finding> TraceAnalysis::findings() const {
     // A graph node against anything but a node of its own launch: the fix goes around the launch.
     f.fix_edit = pf.same_launch ? FixEdit{pf.earlier_stream, pf.earlier.seq, pf.later_stream, pf.later.seq}
                                 : FixEdit{pf.earlier_stream, when(pf.earlier), pf.later_stream, when(pf.later)};
+    // A host access is ordered by a host synchronisation, which no stream edit expresses.
+    if (pf.later.op == OpKind::kHost) f.fix_edit = FixEdit{};
     if (pf.has_released) {
       Access r;
       r.op = str(pf.released.api);

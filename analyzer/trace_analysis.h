@@ -58,6 +58,10 @@ class TraceAnalysis {
   void on_nccl(const trace::NcclCall& n);
   void on_group_end(const trace::NcclGroupEnd& g);
   void on_alloc(const trace::Alloc& a);
+  // --host-accesses: a host access caught on a guarded page, against the async copies whose
+  // pinned host side it touches and that the host has not been ordered after.
+  void on_host_access(const trace::HostAccess& h);
+  void remember_host_side(const AccessEpoch& copy, uint64_t stream, uint64_t addr, uint64_t bytes, bool device_writes);
   void on_free(const trace::Free& f);
   // Applies one op's accesses on its (already begun) stream and collects findings.
   void apply(StreamState& s, std::vector<AccessEpoch>& accesses);
@@ -105,6 +109,17 @@ class TraceAnalysis {
   std::vector<ReadOnlyEntry> read_only_cache_;
   std::unordered_map<uint32_t, ReadOnlyEntry> read_only_sparse_;
   std::vector<PendingFinding> pending_;
+  // Async copies with a pinned host side, until the host is ordered after them: the host
+  // bytes, whether the copy writes them (device to host) or reads them, and the copy's epoch.
+  struct HostSide {
+    uint64_t lo, hi;
+    bool device_writes;
+    uint64_t stream;
+    AccessEpoch copy;
+  };
+  std::vector<HostSide> host_sides_;
+  static constexpr size_t kMaxHostSides = 8192;  // in flight at once; oldest dropped beyond (with a notice)
+  uint64_t host_sides_dropped_ = 0;
   // Identity of a finding inside one trace: both sites and the shape of the conflict.
   struct SiteKey {
     uint32_t earlier_stack, earlier_name, later_stack, later_name, shape;

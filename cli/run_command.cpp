@@ -50,6 +50,7 @@ struct RunArgs {
   bool no_color = false;
   bool force_output = false;  // -o may be a symbolic link to a directory
   bool timing = false;         // --timing
+  bool host_accesses = false;  // --host-accesses
   bool precise_debug = false;  // --precise-debug
   bool confirm = false;  // --confirm: a second run in precise mode decides the possible findings
   bool precise_requested = false;  // --precise[=all|auto|REGEX], or a precise setting in the environment
@@ -66,6 +67,7 @@ const char* run_option_of(const TracerSetting& s) {
       {"python_sites", "--python-sites 0|1|2"},
       {"native_unwind", "--native-unwind cached|dwarf"},
       {"timing", "--timing"},
+      {"host_accesses", "--host-accesses"},
       {"torch_allocator", "--torch-allocator 0|1"},
       {"disable", ""},
       {"precise", "--precise[=all|auto|REGEX]"},
@@ -548,6 +550,11 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                                "Also record device timestamps (CUPTI activity records) for `streamrace overlap` and "
                                "the report timelines; costs about as much again as the rest of the tracer "
                                "(STREAMRACE_TIMING=1)");
+  auto* host_accesses = sub->add_flag(
+      "--host-accesses", args->host_accesses,
+      "Also catch host writes (and reads of a device-to-host destination) to pinned memory while an async copy "
+      "still uses it, by guarding the pages from the copy's enqueue to the host synchronisation after it "
+      "(docs/host-accesses.md; STREAMRACE_HOST_ACCESSES=1)");
   auto* stacks = sub->add_option("--stacks", "Call stacks: auto (default), native, python or none (STREAMRACE_STACKS)")->type_name("MODE");
   auto* python_sites =
       sub->add_option("--python-sites",
@@ -599,6 +606,7 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
     auto& st = args->settings;
     if (sub->get_option("-o")->count()) st["out"] = args->out_dir;
     if (timing->count()) st["timing"] = "1";
+    if (host_accesses->count()) st["host_accesses"] = "1";
     if (precise_debug->count()) st["precise_debug"] = "1";
     for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"native_unwind", native_unwind}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
                             {"precise_patches", precise_patches}, {"precise_module_filter", module_filter}})

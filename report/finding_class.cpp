@@ -1,4 +1,4 @@
-// The six finding classes and the choice of the source frame a report points at.
+// The finding classes and the choice of the source frame a report points at.
 #include "report/finding_class.h"
 
 #include <fmt/format.h>
@@ -38,16 +38,39 @@ const std::vector<FindingClass> kClasses = {
      "Possible cross-stream write after write", nullptr},
     {"SR2003", "PossibleCrossStreamReadAfterWrite", RaceKind::kReadAfterWrite, Confidence::kPossible,
      "Possible cross-stream read after write", nullptr},
+    // --host-accesses (docs/host-accesses.md).
+    {"SR1004", "HostWriteDuringCopy", RaceKind::kHostWriteDuringCopy, Confidence::kCertain,
+     "Host write to pinned memory during an async copy",
+     "The host writes pinned memory that an asynchronous copy still reads (its source) or writes (its "
+     "destination), before any host synchronisation ordered the host after the copy: the device may copy "
+     "the new data, a mix of old and new, or overwrite what the host wrote. The classic shape: "
+     "pin_memory() and .to(device, non_blocking=True), then refilling the pinned buffer for the next batch."},
+    {"SR1005", "HostReadDuringCopy", RaceKind::kHostReadDuringCopy, Confidence::kCertain,
+     "Host read of a device-to-host copy's destination before it completed",
+     "The host reads pinned memory that an asynchronous device-to-host copy is still writing, before any "
+     "host synchronisation ordered the host after the copy: it may see old or partly copied data."},
+    {"SR2004", "PossibleHostWriteDuringCopy", RaceKind::kHostWriteDuringCopy, Confidence::kPossible,
+     "Possible host write to pinned memory during an async copy", nullptr},
+    {"SR2005", "PossibleHostReadDuringCopy", RaceKind::kHostReadDuringCopy, Confidence::kPossible,
+     "Possible host read of a device-to-host copy's destination before it completed", nullptr},
 };
+
+constexpr const char* kPossibleHostNote =
+    " Reported as possible: the host access is known only by its page, or only that it read or wrote it "
+    "(the fault gave no exact address or direction).";
 
 // Possible classes share the certain ones' text plus a note; built once.
 const std::vector<FindingClass>& classes() {
   static const std::vector<FindingClass> all = [] {
-    static std::string possible_text[3];
+    static std::string possible_text[5];
     auto v = kClasses;
     for (int i = 0; i < 3; ++i) {
       possible_text[i] = std::string(v[i].description) + kPossibleNote;
       v[i + 3].description = possible_text[i].c_str();
+    }
+    for (int i = 0; i < 2; ++i) {
+      possible_text[3 + i] = std::string(v[6 + i].description) + kPossibleHostNote;
+      v[8 + i].description = possible_text[3 + i].c_str();
     }
     return v;
   }();
@@ -64,6 +87,8 @@ bool in_installed_package(const std::string& file) {
 const std::vector<FindingClass>& finding_classes() { return classes(); }
 
 size_t finding_class_index(const analysis::Finding& f) {
+  if (f.kind == RaceKind::kHostWriteDuringCopy || f.kind == RaceKind::kHostReadDuringCopy)
+    return (f.kind == RaceKind::kHostWriteDuringCopy ? 6 : 7) + (f.confidence == Confidence::kCertain ? 0 : 2);
   size_t kind = f.kind == RaceKind::kWriteAfterRead ? 0 : f.kind == RaceKind::kWriteAfterWrite ? 1 : 2;
   return kind + (f.confidence == Confidence::kCertain ? 0 : 3);
 }

@@ -18,7 +18,9 @@ struct FindingClass {
   const char* description;  // a paragraph
 };
 
-// All six classes in rule-id order: SR1001..SR1003 certain WAR/WAW/RAW, SR2001..SR2003 possible.
+// All classes: SR1001..SR1003 certain WAR/WAW/RAW, SR2001..SR2003 possible, then the host-access
+// classes SR1004 (host write during a copy), SR1005 (host read of a pending destination) and their
+// possible twins SR2004, SR2005.
 const std::vector<FindingClass>& finding_classes();
 const FindingClass& finding_class(const analysis::Finding& f);
 size_t finding_class_index(const analysis::Finding& f);

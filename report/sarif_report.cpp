@@ -210,7 +210,13 @@ class SarifWriter {
     r["shortDescription"] = ordered_json{{"text", c.title}};
     r["fullDescription"] = ordered_json{{"text", c.description}};
     if (!opts_.docs_url.empty()) r["helpUri"] = opts_.docs_url + "reports.md#" + anchor;
-    std::string fix_text = kFix;
+    static constexpr const char* kHostFix =
+        "Order the host after the copy before it touches the buffer again: synchronize the copy's stream, or "
+        "record an event right after the copy and synchronize on it (in PyTorch: "
+        "`torch.cuda.current_stream().synchronize()`, `event.synchronize()`), or give each in-flight copy its own "
+        "pinned buffer. The result's message names the copy and the host access.";
+    const bool host = c.kind == analysis::RaceKind::kHostWriteDuringCopy || c.kind == analysis::RaceKind::kHostReadDuringCopy;
+    std::string fix_text = host ? kHostFix : kFix;
     std::string plain_fix;
     for (char ch : fix_text)
       if (ch != '`') plain_fix += ch;

@@ -82,6 +82,7 @@ size_t record_fixed_size(RecordKind kind) {
     case RecordKind::kMemcpy: return sizeof(Memcpy);
     case RecordKind::kMemset: return sizeof(Memset);
     case RecordKind::kKernelAccess: return sizeof(KernelAccess);
+    case RecordKind::kHostAccess: return sizeof(HostAccess);
     case RecordKind::kAlloc: return sizeof(Alloc);
     case RecordKind::kFree: return sizeof(Free);
     case RecordKind::kAllocatorBlock: return sizeof(AllocatorBlock);

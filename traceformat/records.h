@@ -16,7 +16,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the trace format is li
 
 inline constexpr char kFileMagic[8] = {'S', 'R', 'A', 'C', 'E', 'T', 'R', 'C'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 2;  // 1.1: StreamCapture.graph, GraphCall; 1.2: GraphEdit, GraphCall.flags
+inline constexpr uint16_t kVersionMinor = 2;  // 1.1: StreamCapture.graph, GraphCall; 1.2: GraphEdit, GraphCall.flags, HostAccess
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843;  // "CHNK"
 inline constexpr uint32_t kMaxChunkBytes = 64u << 20;  // sanity bound on raw and stored size
 inline constexpr uint32_t kMaxHeaderBytes = 1u << 20;
@@ -49,6 +49,7 @@ enum class RecordKind : uint16_t {
   kMemcpy = 31,
   kMemset = 32,
   kKernelAccess = 33,  // precise tier: one exact interval of one launch
+  kHostAccess = 34,    // --host-accesses: the host touched a guarded page of a pinned copy's host side
   kAlloc = 40,
   kFree = 41,
   kAllocatorBlock = 42,  // a framework allocator's block event (PyTorch's caching allocator)
@@ -284,6 +285,29 @@ struct KernelAccess {
   uint16_t reserved0;
   uint32_t reserved1;
 };
+
+// --host-accesses (tracer/page_guard.h): between an async copy's enqueue and the first host
+// synchronisation that orders the host after it, the tracer write-protects the pages of the
+// copy's pinned host side (read-protects them too for a device-to-host destination). The
+// first host access to each such page faults and becomes one HostAccess; the page is then
+// unguarded for the rest of that window, so later accesses to it are not seen. `call.seq` is
+// taken when the access faulted, so the record sits in call order where the access happened;
+// `call.api_id` names it ("host write", "host read"), `call.stack_id` is the faulting
+// thread's native stack (no Python frames: it is taken in the signal handler).
+enum HostAccessFlags : uint8_t {
+  kHostAccessExactAddr = 1u << 0,  // `addr` is the faulting byte's address (si_addr); else only the page is known
+};
+struct HostAccess {
+  SR_RECORD(kHostAccess);
+  CallInfo call;
+  uint64_t addr;        // the faulting address (the first byte of the access that faulted)
+  uint64_t page;        // the start of the guarded page it fell in
+  uint32_t page_bytes;  // that page's size
+  AccessDir dir;        // kRead, kWrite, or kReadWrite when the CPU did not say which
+  uint8_t flags;        // HostAccessFlags
+  uint16_t reserved;
+};
+static_assert(sizeof(HostAccess) == 56);
 
 enum class AllocKind : uint8_t {
   kDevice = 1,       // cudaMalloc / cuMemAlloc / cudaMallocPitch / cudaMalloc3D

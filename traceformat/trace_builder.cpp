@@ -226,6 +226,18 @@ uint64_t TraceBuilder::memset(uint64_t stream, uint64_t dst, uint64_t bytes, boo
   return r.correlation;
 }
 
+void TraceBuilder::host_access(uint64_t addr, AccessDir dir, uint32_t page_bytes, bool exact) {
+  HostAccess r{};
+  r.call = call(dir == AccessDir::kRead ? "host read" : dir == AccessDir::kWrite ? "host write" : "host access");
+  r.addr = addr;
+  r.page = page_bytes ? addr / page_bytes * page_bytes : addr;
+  r.page_bytes = page_bytes;
+  r.dir = dir;
+  r.flags = exact ? uint8_t(kHostAccessExactAddr) : uint8_t(0);
+  chunk_.add(r);
+  maybe_flush();
+}
+
 uint64_t TraceBuilder::comm_init(int32_t rank, int32_t nranks, uint64_t comm, uint64_t parent, uint32_t device) {
   if (!comm) comm = next_handle_++;
   chunk_.add(NcclCommInit{call(parent ? "ncclCommSplit" : "ncclCommInitRank"), comm, parent, rank, nranks, device, 0});

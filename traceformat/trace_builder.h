@@ -69,6 +69,9 @@ class TraceBuilder {
                   bool async = true, MemKind src_mem = MemKind::kDevice, MemKind dst_mem = MemKind::kDevice,
                   std::string_view api = "");
   uint64_t memset(uint64_t stream, uint64_t dst, uint64_t bytes, bool async = true, MemKind dst_mem = MemKind::kDevice);
+  // A host access caught on a guarded page (--host-accesses): the fault at `addr`, on the page
+  // of `page_bytes` holding it; `exact`: the address is the faulting byte's (HostAccess flags).
+  void host_access(uint64_t addr, AccessDir dir, uint32_t page_bytes = 4096, bool exact = true);
   uint64_t comm_init(int32_t rank, int32_t nranks, uint64_t comm = 0, uint64_t parent = 0, uint32_t device = 0);
   uint64_t nccl(NcclOp op, uint64_t stream, uint64_t comm, uint64_t send, uint64_t recv, uint64_t count,
                 NcclType type = NcclType::kFloat32, int32_t root_or_peer = -1);

@@ -88,6 +88,7 @@ const char* record_kind_name(RecordKind kind) {
     case RecordKind::kMemcpy: return "Memcpy";
     case RecordKind::kMemset: return "Memset";
     case RecordKind::kKernelAccess: return "KernelAccess";
+    case RecordKind::kHostAccess: return "HostAccess";
     case RecordKind::kAlloc: return "Alloc";
     case RecordKind::kFree: return "Free";
     case RecordKind::kAllocatorBlock: return "AllocatorBlock";

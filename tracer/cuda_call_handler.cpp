@@ -114,6 +114,11 @@ void CudaCallHandler::on_call(const ApiCall& c) {
   const CallSpec* spec = find_call(c.domain, c.cbid);
   if (spec == nullptr) return;
   try {
+    if (host_) {
+      // Accesses caught since the last call reach the trace before this call's record.
+      if (host_->has_pending()) host_->drain();
+      if (c.enter && spec->kind == CallKind::kFree) before_free(*spec, c.params);
+    }
     if (c.domain == ApiDomain::kRuntime) {
       on_runtime(c, *spec);
     } else {
@@ -122,6 +127,12 @@ void CudaCallHandler::on_call(const ApiCall& c) {
   } catch (...) {
     // Never let the tracer's trouble reach the traced program.
   }
+}
+
+void CudaCallHandler::before_free(const CallSpec& spec, const void* params) {
+  CudaCall call = extract(spec, params);
+  if (call.alloc_kind == AllocKind::kHostPinned || call.alloc_kind == AllocKind::kHostRegistered)
+    host_->pinned_freeing(call.ptr);
 }
 
 // A runtime call: its scope opens at enter, its record is written at exit.
@@ -246,24 +257,38 @@ void CudaCallHandler::emit(const CudaCall& call, const Emission& e) {
     case CallKind::kEventDestroy:
       return record<EventDestroy>(e.api, [&](auto& r) { r.event = call.event; });
     case CallKind::kEventRecord:
-      return record<EventRecord>(e.api, [&](auto& r) { r.event = call.event; r.stream = stream(); });
+      record<EventRecord>(e.api, [&](auto& r) { r.event = call.event; r.stream = stream(); });
+      if (host_) host_->event_recorded(call.event, stream());
+      return;
     case CallKind::kStreamWaitEvent: {
       GilScope python_stack_matters;  // overlap reports name the wait's Python line
       return record<StreamWaitEvent>(e.api, [&](auto& r) { r.stream = stream(); r.event = call.event; });
     }
     case CallKind::kEventSynchronize:
-      return record<EventSynchronize>(e.api, [&](auto& r) { r.event = call.event; });
+      record<EventSynchronize>(e.api, [&](auto& r) { r.event = call.event; });
+      if (host_) host_->event_synchronized(call.event);
+      return;
     case CallKind::kEventQuery:
-      return record<EventQuery>(e.api, [&](auto& r) { r.event = call.event; r.result = e.result; });
+      record<EventQuery>(e.api, [&](auto& r) { r.event = call.event; r.result = e.result; });
+      if (host_ && e.result == 0) host_->event_synchronized(call.event);
+      return;
     case CallKind::kStreamSynchronize:
-      return record<StreamSynchronize>(e.api, [&](auto& r) { r.stream = stream(); });
+      record<StreamSynchronize>(e.api, [&](auto& r) { r.stream = stream(); });
+      if (host_) host_->stream_synchronized(stream());
+      return;
     case CallKind::kStreamQuery:
-      return record<StreamQuery>(e.api, [&](auto& r) { r.stream = stream(); r.result = e.result; });
+      record<StreamQuery>(e.api, [&](auto& r) { r.stream = stream(); r.result = e.result; });
+      if (host_ && e.result == 0) host_->stream_synchronized(stream());
+      return;
     case CallKind::kDeviceSynchronize:
-      return record<DeviceSynchronize>(e.api, [&](auto& r) { r.device = device(); });
+      record<DeviceSynchronize>(e.api, [&](auto& r) { r.device = device(); });
+      if (host_) host_->host_synchronized();
+      return;
     case CallKind::kAlloc:
       if (call.ptr == 0) return;
       allocs_.insert(LiveAllocation{call.ptr, call.bytes, call.alloc_kind, device()});
+      if (host_ && (call.alloc_kind == AllocKind::kHostPinned || call.alloc_kind == AllocKind::kHostRegistered))
+        host_->pinned_allocated(call.ptr, call.bytes, call.alloc_kind);
       record<Alloc>(e.api, [&](auto& r) {
         r.ptr = call.ptr;
         r.bytes = call.bytes;
@@ -280,6 +305,7 @@ void CudaCallHandler::emit(const CudaCall& call, const Emission& e) {
       return memcpy(call, e, stream(), device());
     case CallKind::kMemset: {
       GilScope python_stack_matters;
+      if (host_ && !call.async) host_->host_synchronized();
       return record<Memset>(e.api, [&](auto& r) {
         r.stream = stream();
         r.correlation = e.correlation;
@@ -424,6 +450,8 @@ void CudaCallHandler::graph_edit(const CudaCall& call, const Emission& e, uint32
 }
 
 void CudaCallHandler::free(const CudaCall& call, const Emission& e, uint64_t stream) {
+  if (host_ && call.alloc_kind != AllocKind::kAsync && call.alloc_kind != AllocKind::kVmmMap)
+    host_->host_synchronized();  // cudaFree, cudaFreeHost, cudaHostUnregister wait for the device
   if (call.ptr == 0) return;  // cudaFree(0) only initialises the context
   // Only the fact: which memory went away. What a free implies for ordering (cudaFree waits
   // for the device, cudaFreeAsync is ordered on its stream) is the analyzer's rule.
@@ -448,6 +476,21 @@ void CudaCallHandler::memcpy(const CudaCall& call, const Emission& e, uint64_t s
   trace::Memcpy r = memcpy_record(call, e, stream, device);
   r.call = call_info(e.api);
   rec_->add(r);
+  if (host_) {
+    const bool pageable_src = r.src_mem == trace::MemKind::kPageableHost;
+    const bool pageable_dst = r.dst_mem == trace::MemKind::kPageableHost;
+    if (!call.async) {
+      host_->host_synchronized();
+    } else if (pageable_src != pageable_dst) {
+      // A copy from pageable memory synchronises with its stream first; one to pageable memory
+      // makes the host wait for it (as the analyzer models them): that stream's windows end.
+      host_->stream_synchronized(stream);
+    } else {
+      // The pinned host side is in use until the host synchronises with the copy: guard it.
+      if (r.src_mem == trace::MemKind::kPinnedHost) host_->copy_enqueued(r.src, r.bytes, false, stream);
+      if (r.dst_mem == trace::MemKind::kPinnedHost) host_->copy_enqueued(r.dst, r.bytes, true, stream);
+    }
+  }
 }
 
 trace::Memcpy CudaCallHandler::memcpy_record(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {

@@ -21,6 +21,7 @@
 #include "tracer/allocation_table.h"
 #include "tracer/cuda_call_table.h"
 #include "tracer/cuda_queries.h"
+#include "tracer/host_access_tracker.h"
 #include "tracer/stack_capture.h"
 #include "tracer/torch_allocator_hook.h"
 #include "tracer/trace_recorder.h"
@@ -59,6 +60,9 @@ class CudaCallHandler {
   // Asked to attach after each device allocation the tracer records (PyTorch's allocator
   // gets its first segment inside its own malloc: see torch_allocator_hook.h).
   void set_torch_allocator_hook(TorchAllocatorHook* hook) { torch_hook_ = hook; }
+  // --host-accesses: told about pinned memory, async copies and host synchronisations, and
+  // drained of the host accesses it caught at the start of every call.
+  void set_host_access_tracker(HostAccessTracker* t) { host_ = t; }
   TraceRecorder& recorder() { return *rec_; }
   AllocationTable& allocations() { return allocs_; }
   CudaQueries& queries() { return queries_; }
@@ -107,6 +111,9 @@ class CudaCallHandler {
   CudaQueries& queries_;
   StackCapture* stacks_;
   TorchAllocatorHook* torch_hook_ = nullptr;
+  HostAccessTracker* host_ = nullptr;
+  // A host free or unregister is about to run: the tracker's windows over it end first.
+  void before_free(const CallSpec& spec, const void* params);
   std::vector<std::atomic<uint32_t>> runtime_names_;
   std::vector<std::atomic<uint32_t>> driver_names_;
 };

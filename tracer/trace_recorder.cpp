@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <cstdio>
@@ -43,7 +45,14 @@ TraceRecorder::ThreadBuffer& TraceRecorder::buffer() {
   if (slot.recorder != id_ || !slot.buf) {
     if (slot.buf) slot.buf->dead.store(true);
     auto b = std::make_shared<ThreadBuffer>();
-    b->index = next_thread_.fetch_add(1);
+    b->tid = pid_t(syscall(SYS_gettid));
+    {
+      // A thread that an index was handed out for before it recorded anything keeps it.
+      std::lock_guard lock(registry_mu_);
+      for (auto& [tid, index] : foreign_threads_)
+        if (tid == b->tid) b->index = index + 1;
+    }
+    b->index = b->index ? b->index - 1 : next_thread_.fetch_add(1);
     {
       std::lock_guard lock(registry_mu_);
       buffers_.push_back(b);
@@ -55,6 +64,17 @@ TraceRecorder::ThreadBuffer& TraceRecorder::buffer() {
 }
 
 uint32_t TraceRecorder::thread_index() { return buffer().index; }
+
+uint32_t TraceRecorder::thread_index_of(pid_t tid) {
+  std::lock_guard lock(registry_mu_);
+  for (auto& b : buffers_)
+    if (b->tid == tid && !b->dead.load()) return b->index;
+  for (auto& [t, index] : foreign_threads_)
+    if (t == tid) return index;
+  uint32_t index = next_thread_.fetch_add(1);
+  foreign_threads_.emplace_back(tid, index);
+  return index;
+}
 
 trace::CallInfo TraceRecorder::call(uint32_t api_id, uint32_t stack_id) {
   start_once();
@@ -221,10 +241,11 @@ void TraceRecorder::flush() {
   flush_locked(false);
 }
 
-void TraceRecorder::emergency_flush() {
+void TraceRecorder::emergency_flush(bool finish) {
   std::unique_lock lock(flush_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;
   flush_locked(true);
+  if (!finish) return;
   try {
     if (writer_) writer_->close();
   } catch (...) {

@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <thread>
 #include <vector>
 
@@ -50,6 +51,12 @@ class TraceRecorder {
   trace::CallInfo call(uint32_t api_id, uint32_t stack_id);
   // Small index of the calling thread in this trace (0, 1, ...).
   uint32_t thread_index();
+  // The index of the thread with kernel thread id `tid` (one that has recorded, else a new
+  // index kept for it): records written on its behalf by another thread (HostAccess).
+  uint32_t thread_index_of(pid_t tid);
+  // The seq counter itself, for a signal handler that must take a seq without a call (one
+  // lock-free fetch_add; see page_guard.cpp).
+  std::atomic<uint64_t>& seq_counter() { return seq_; }
 
   template <trace::FixedRecord T>
   void add(const T& rec) {
@@ -67,8 +74,10 @@ class TraceRecorder {
   void flush();
   // Flushes, writes the end-of-trace marker, stops the flusher. Later records are dropped.
   void close();
-  // From a fatal-signal handler: flushes what it can without waiting on any lock.
-  void emergency_flush();
+  // From a fatal-signal handler: flushes what it can without waiting on any lock. `finish`:
+  // the process is about to die, so the file is finished too; otherwise (the program handles
+  // the signal itself and may go on) the file stays open for the records that follow.
+  void emergency_flush(bool finish = true);
 
   bool file_created() const { return created_.load(); }
   const std::string& path() const { return opts_.path; }
@@ -79,6 +88,7 @@ class TraceRecorder {
     std::mutex mu;
     trace::ChunkBuilder chunk;
     uint32_t index = 0;
+    pid_t tid = 0;
     std::atomic<bool> dead{false};
   };
   struct ThreadSlot;
@@ -103,6 +113,7 @@ class TraceRecorder {
 
   std::mutex registry_mu_;
   std::vector<std::shared_ptr<ThreadBuffer>> buffers_;
+  std::vector<std::pair<pid_t, uint32_t>> foreign_threads_;  // thread_index_of for threads without a buffer
 
   std::mutex flush_mu_;
   std::unique_ptr<trace::TraceWriter> writer_;

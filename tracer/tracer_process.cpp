@@ -34,7 +34,7 @@ void signal_handler(int sig, siginfo_t* info, void* uctx) {
                                                         : (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN);
   if (prev_is_function) {
     // The program handles this signal itself and may well go on running: only flush.
-    if (sig != SIGINT && sig != SIGTERM) TracerProcess::get().on_fatal_signal(sig);
+    if (sig != SIGINT && sig != SIGTERM) TracerProcess::get().on_fatal_signal(sig, false);
     if (prev.sa_flags & SA_SIGINFO) {
       prev.sa_sigaction(sig, info, uctx);
     } else {
@@ -193,6 +193,18 @@ void TracerProcess::create_core_locked() {
   if (TorchAllocatorHook::enabled_by_env()) handler->set_torch_allocator_hook(new TorchAllocatorHook(*handler));
   handler_.store(handler);
   install_exit_hooks();
+  // After the exit hooks: the guard's SIGSEGV handler must sit on top of the tracer's own
+  // fatal-signal handler, which it passes every fault that is not its own.
+  if (tracer_flag("host_accesses")) {
+    host_ = new HostAccessTracker(PageGuard::process(), *recorder_, stack_mode() != StackMode::kNone);
+    if (host_->active()) {
+      handler->set_host_access_tracker(host_);
+    } else {
+      recorder_->add_notice(trace::NoticeLevel::kError,
+                            "host accesses were requested but the SIGSEGV handler could not be installed: none are "
+                            "recorded");
+    }
+  }
 }
 
 CudaCallHandler& TracerProcess::handler() {
@@ -351,6 +363,8 @@ void TracerProcess::at_exit() {
   {
     InternalCallGuard guard;
     if (cupti_started_) cupti_.flush_activity(true);
+    // Every guarded page gets its protection back before exit handlers of other libraries run.
+    if (host_) host_->finish();
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
     // Launches since the last synchronisation still hold their intervals on the device.
     if (precise_started_ && cuda_used) {
@@ -388,13 +402,14 @@ void TracerProcess::at_quick_exit() {
   if (exited_.exchange(true)) return;
   if (!handler_.load() || !recorder_) return;
   try {
+    if (host_) host_->finish();
     recorder_->close();
   } catch (...) {
   }
 }
 
-void TracerProcess::on_fatal_signal(int) {
-  if (handler_.load() && recorder_) recorder_->emergency_flush();
+void TracerProcess::on_fatal_signal(int, bool fatal) {
+  if (handler_.load() && recorder_) recorder_->emergency_flush(fatal);
 }
 
 void TracerProcess::after_fork_in_child() {
@@ -412,6 +427,12 @@ void TracerProcess::after_fork_in_child() {
   stacks_->set_native_cached(tracer_setting("native_unwind").value_or("cached") != "dwarf");
   h->set_recorder(*recorder_);
   h->set_stacks(stacks_);
+  if (host_) {
+    // The child's pages keep the parent's protections: give them back; the parent's windows
+    // and pinned memory mean nothing to the child (CUDA does not work across fork).
+    host_->reset_after_fork();
+    host_->set_recorder(*recorder_);
+  }
   exited_.store(false);
 }
 

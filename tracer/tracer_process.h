@@ -45,7 +45,9 @@ class TracerProcess {
   // _exit/_Exit (no atexit handlers run): finish the trace with the recorder's own locks only.
   void at_quick_exit();
   void after_fork_in_child();
-  void on_fatal_signal(int sig);
+  // `fatal`: the default action follows (the trace is finished); otherwise the program's own
+  // handler runs next and the process may go on (the trace is only flushed).
+  void on_fatal_signal(int sig, bool fatal = true);
 
   std::string capture_status() const;
 
@@ -62,6 +64,7 @@ class TracerProcess {
   AllocationTable allocs_;
   TraceRecorder* recorder_ = nullptr;  // leaked on purpose (see class comment)
   StackCapture* stacks_ = nullptr;
+  HostAccessTracker* host_ = nullptr;  // --host-accesses; leaked on purpose, as the recorder
   CuptiSession cupti_;
   bool cupti_started_ = false;
   bool precise_requested_ = false;

@@ -36,6 +36,9 @@ inline constexpr TracerSetting kTracerSettings[] = {
     {"native_unwind", "STREAMRACE_NATIVE_UNWIND", "cached|dwarf", "cached",
      "native stacks: unwind rules learned per return address from DWARF walks (checked), or DWARF every time"},
     {"timing", "STREAMRACE_TIMING", "0|1", "0", "device timestamps (CUPTI activity records) for `streamrace overlap`"},
+    {"host_accesses", "STREAMRACE_HOST_ACCESSES", "0|1", "0",
+     "host writes (and reads of a device-to-host destination) to pinned memory while an async copy still uses it: "
+     "the copy's pages are guarded until the host synchronises (docs/host-accesses.md)"},
     {"torch_allocator", "STREAMRACE_TORCH_ALLOCATOR", "0|1", "1",
      "PyTorch's caching allocator observed (block events: kernel extents end at the tensor's block)"},
     {"disable", "STREAMRACE_DISABLE", "0|1", "0", "1: the library does nothing"},

@@ -41,7 +41,8 @@ for case, exp in sorted(expected.items()):
     got = []
     try:
         for f in json.loads(out.stdout).get("findings", []):
-            short = {"read-after-write": "RAW", "write-after-read": "WAR", "write-after-write": "WAW"}
+            short = {"read-after-write": "RAW", "write-after-read": "WAR", "write-after-write": "WAW",
+                     "host-write-during-copy": "HWC", "host-read-during-copy": "HRC"}
             earlier, later = f["accesses"]  # the JSON report lists [earlier, later]
             got.append((short.get(f["kind"], f["kind"]), f["confidence"], earlier["op"], later["op"]))
     except Exception as e:  # noqa: BLE001 - show whatever the CLI said

@@ -76,5 +76,49 @@ TEST(AllocatorBlocks, MissingRecordStreamInALoopIsOneCertainUseAfterReuse) {
   EXPECT_EQ(back.findings[0].fingerprint, f.fingerprint);
 }
 
+// --- host accesses (--host-accesses): a loop refilling one pinned buffer after each copy, with
+// the sync in the clean twin; and the bound on copies kept in flight.
+TEST(HostAccesses, RefillInALoopIsOneFindingPerSiteAndTheSyncedLoopIsClean) {
+  for (bool synced : {false, true}) {
+    SCOPED_TRACE(synced ? "synced" : "racy");
+    auto r = run_program([&](TraceBuilder& t) {
+      uint64_t s = t.create_stream();
+      uint64_t host = t.alloc(1 << 16, trace::AllocKind::kHostPinned), dev = t.alloc(1 << 16);
+      for (int step = 0; step < 4; ++step) {
+        t.at("loader.py", 10, "copy").memcpy(s, dev, host, 1 << 16, trace::CopyKind::kHostToDevice, true,
+                                             trace::MemKind::kPinnedHost, trace::MemKind::kDevice);
+        if (synced) t.stream_synchronize(s);
+        for (uint64_t page = 0; page < 16; ++page) t.at("loader.py", 11, "refill").host_access(host + page * 4096 + 8, trace::AccessDir::kWrite);
+      }
+    });
+    if (synced) {
+      EXPECT_TRUE(r.findings.empty());
+      continue;
+    }
+    ASSERT_EQ(r.findings.size(), 1u);
+    EXPECT_EQ(r.findings[0].kind, analysis::RaceKind::kHostWriteDuringCopy);
+    EXPECT_EQ(r.findings[0].occurrences, 64u);  // 16 pages x 4 steps, one site pair
+  }
+}
+
+TEST(HostAccesses, CopiesBeyondTheInFlightBoundAreDroppedOldestFirstWithANotice) {
+  auto r = run_program([&](TraceBuilder& t) {
+    uint64_t s = t.create_stream();
+    uint64_t host = t.alloc(9000 * 64, trace::AllocKind::kHostPinned), dev = t.alloc(64);
+    for (uint64_t i = 0; i < 9000; ++i)
+      t.at("loader.py", 10, "copy").memcpy(s, dev, host + i * 64, 64, trace::CopyKind::kHostToDevice, true,
+                                           trace::MemKind::kPinnedHost, trace::MemKind::kDevice);
+    t.at("loader.py", 11, "first").host_access(host + 8, trace::AccessDir::kWrite);  // the oldest copy: dropped
+    t.at("loader.py", 12, "last").host_access(host + 8999 * 64 + 8, trace::AccessDir::kWrite);
+  });
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].later.stack.at(0).line, 12u);
+  bool noticed = false;
+  for (const auto& n : r.notices)
+    noticed |= n.text.find("async copies to or from pinned host memory were left out of the host-access check") !=
+               std::string::npos;
+  EXPECT_TRUE(noticed);
+}
+
 }  // namespace
 }  // namespace streamrace

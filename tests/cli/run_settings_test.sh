@@ -12,7 +12,7 @@ check() {  # name want got
   if [ "$2" == "$3" ]; then echo "ok   $1"; else printf 'FAIL %s\n  want: %s\n  got:  %s\n' "$1" "$2" "$3"; fail=1; fi
 }
 clean=(env -u STREAMRACE_OPTIONS -u STREAMRACE_STACKS -u STREAMRACE_TIMING -u STREAMRACE_OUT -u STREAMRACE_PRECISE
-       -u STREAMRACE_DISABLE -u STREAMRACE_TORCH_ALLOCATOR STREAMRACE_LIB="$lib")
+       -u STREAMRACE_DISABLE -u STREAMRACE_TORCH_ALLOCATOR -u STREAMRACE_HOST_ACCESSES STREAMRACE_LIB="$lib")
 probe='echo "out=$STREAMRACE_OUT stacks=${STREAMRACE_STACKS-unset} timing=${STREAMRACE_TIMING-unset} options=${STREAMRACE_OPTIONS-unset}"'
 cd "$tmp"
 
@@ -23,6 +23,7 @@ for line in \
   "  python_sites=0|1|2  (STREAMRACE_PYTHON_SITES, --python-sites 0|1|2; default 1)" \
   "  native_unwind=cached|dwarf  (STREAMRACE_NATIVE_UNWIND, --native-unwind cached|dwarf; default cached)" \
   "  timing=0|1  (STREAMRACE_TIMING, --timing; default 0)" \
+  "  host_accesses=0|1  (STREAMRACE_HOST_ACCESSES, --host-accesses; default 0)" \
   "  torch_allocator=0|1  (STREAMRACE_TORCH_ALLOCATOR, --torch-allocator 0|1; default 1)" \
   "  disable=0|1  (STREAMRACE_DISABLE; default 0)" \
   "  precise=all|regex:RE|names:FILE  (STREAMRACE_PRECISE, --precise[=all|auto|REGEX]; default (off))" \
@@ -64,6 +65,10 @@ check "a run option wins over both" "out=$tmp/x stacks=native timing=1 options=u
 out=$("${clean[@]}" "$sr" run --precise-start init --precise-module-filter 0 --precise-debug -- \
   sh -c 'echo "$STREAMRACE_PRECISE_START $STREAMRACE_PRECISE_MODULE_FILTER $STREAMRACE_PRECISE_DEBUG"' 2>/dev/null)
 check "precise settings as options" "init 0 1" "$out"
+out=$("${clean[@]}" "$sr" run --host-accesses -- sh -c 'echo "${STREAMRACE_HOST_ACCESSES-unset}"' 2>/dev/null)
+check "--host-accesses" "1" "$out"
+out=$("${clean[@]}" "$sr" run -- sh -c 'echo "${STREAMRACE_HOST_ACCESSES-unset}"' 2>/dev/null)
+check "host_accesses off by default" "unset" "$out"
 out=$("${clean[@]}" "$sr" run --torch-allocator 0 -- sh -c 'echo "${STREAMRACE_TORCH_ALLOCATOR-unset}"' 2>/dev/null)
 check "--torch-allocator 0" "0" "$out"
 out=$("${clean[@]}" "$sr" run --python-sites 0 -- sh -c 'echo "${STREAMRACE_PYTHON_SITES-unset}"' 2>/dev/null)
@@ -75,7 +80,7 @@ check "torch_allocator=0 in STREAMRACE_OPTIONS" "0" "$out"
 
 err=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none bogus=1" "$sr" run -- true 2>&1)
 rc=$?
-check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind timing torch_allocator disable precise precise_start precise_patches precise_module_filter precise_debug)" "$rc: $err"
+check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind timing host_accesses torch_allocator disable precise precise_start precise_patches precise_module_filter precise_debug)" "$rc: $err"
 err=$("${clean[@]}" "$sr" run --confirm --precise=all -- true 2>&1)
 rc=$?
 check "--confirm with --precise: exit 2" "2: streamrace run: --confirm chooses the kernels for precise mode itself; leave out --precise" "$rc: $err"

@@ -111,9 +111,11 @@ TEST_F(ReportWriters, SarifResultCarriesRuleFingerprintAndBothStacks) {
   auto a = analyse(BucketVariant::kRacy);
   auto doc = json::parse(render("sarif", a));
   const auto& run = doc["runs"][0];
-  ASSERT_EQ(run["tool"]["driver"]["rules"].size(), 6u);
+  ASSERT_EQ(run["tool"]["driver"]["rules"].size(), 10u);
   EXPECT_EQ(run["tool"]["driver"]["rules"][0]["id"], "SR1001");
   EXPECT_EQ(run["tool"]["driver"]["rules"][3]["id"], "SR2001");
+  EXPECT_EQ(run["tool"]["driver"]["rules"][6]["id"], "SR1004");
+  EXPECT_EQ(run["tool"]["driver"]["rules"][9]["id"], "SR2005");
   EXPECT_EQ(run["originalUriBaseIds"]["%SRCROOT%"]["uri"], "file:///work/proj/");
   ASSERT_EQ(run["results"].size(), 1u);
   const auto& res = run["results"][0];
@@ -169,7 +171,7 @@ TEST_F(ReportWriters, SarifListsSuppressedFindingsWithTheirSuppression) {
 TEST_F(ReportWriters, SarifRulesHaveHelpUriAndMarkdownHelp) {
   auto doc = json::parse(render("sarif", analyse(BucketVariant::kRacy)));
   const auto& rules = doc["runs"][0]["tool"]["driver"]["rules"];
-  ASSERT_EQ(rules.size(), 6u);
+  ASSERT_EQ(rules.size(), 10u);
   for (const char* id : {"SR1001", "SR1002", "SR1003", "SR2001", "SR2002", "SR2003"}) {
     const json* rule = nullptr;
     for (const auto& r : rules)
@@ -184,6 +186,19 @@ TEST_F(ReportWriters, SarifRulesHaveHelpUriAndMarkdownHelp) {
   }
   EXPECT_EQ(rules[3]["help"]["markdown"].get<std::string>().substr(0, 52),
             "**SR2001 Possible cross-stream write after read** (p");
+  // The host-access classes (--host-accesses): a host synchronisation is their fix.
+  for (const char* id : {"SR1004", "SR1005", "SR2004", "SR2005"}) {
+    const json* rule = nullptr;
+    for (const auto& r : rules)
+      if (r["id"] == id) rule = &r;
+    ASSERT_NE(rule, nullptr) << id;
+    std::string md = (*rule)["help"]["markdown"];
+    EXPECT_EQ(md.rfind(std::string("**") + id + " Host ", 0) == 0 || md.rfind(std::string("**") + id + " Possible host ", 0) == 0,
+              true)
+        << md;
+    EXPECT_NE(md.find("**Fix.** Order the host after the copy before it touches the buffer again"), std::string::npos)
+        << md;
+  }
   EXPECT_EQ(doc["runs"][0]["automationDetails"]["id"], "streamrace/races/");
   EXPECT_EQ(doc["runs"][0]["automationDetails"]["description"]["text"], "streamrace race analysis of 2 traces");
 }
@@ -286,7 +301,15 @@ TEST_F(ReportWriters, JunitGoldenOneCasePerFindingWithItsRacingWindow) {
                 "streamrace.SR2001 SR2001 Possible cross-stream write after read: no findings [0.000000 s]: passed\n"
                 "streamrace.SR2002 SR2002 Possible cross-stream write after write: no findings [0.000000 s]: passed\n"
                 "streamrace.SR2003 SR2003 Possible cross-stream read after write: no findings [0.000000 s]: passed\n"
-                "testsuites tests=6 failures=1 time=0.000013; 6 cases, 1 failed, 0 skipped\n");
+                "streamrace.SR1004 SR1004 Host write to pinned memory during an async copy: no findings [0.000000 s]: "
+                "passed\n"
+                "streamrace.SR1005 SR1005 Host read of a device-to-host copy's destination before it completed: no "
+                "findings [0.000000 s]: passed\n"
+                "streamrace.SR2004 SR2004 Possible host write to pinned memory during an async copy: no findings "
+                "[0.000000 s]: passed\n"
+                "streamrace.SR2005 SR2005 Possible host read of a device-to-host copy's destination before it "
+                "completed: no findings [0.000000 s]: passed\n"
+                "testsuites tests=10 failures=1 time=0.000013; 10 cases, 1 failed, 0 skipped\n");
   auto err = junit_schema_errors(dir_.path().string(), path);
   if (err == "no xmllint") GTEST_SKIP() << "xmllint is not installed (apt-get install libxml2-utils)";
   EXPECT_EQ(err, "");
@@ -304,7 +327,7 @@ TEST_F(ReportWriters, JunitSkipsBaselinedFindings) {
                      a.result.findings[0].fingerprint + "]"),
             std::string::npos)
       << xml;
-  EXPECT_NE(xml.find("<testsuite name=\"streamrace.races\" tests=\"6\" failures=\"0\" errors=\"0\" skipped=\"1\""),
+  EXPECT_NE(xml.find("<testsuite name=\"streamrace.races\" tests=\"10\" failures=\"0\" errors=\"0\" skipped=\"1\""),
             std::string::npos)
       << xml;
   std::string path = save("junit.xml", xml);
@@ -328,13 +351,13 @@ TEST_F(ReportWriters, JunitOnDeepSpeedHasACasePerFindingWithNonZeroTimes) {
   std::vector<std::string> lines;
   std::istringstream in(r.out);
   for (std::string l; std::getline(in, l);) lines.push_back(l);
-  ASSERT_EQ(lines.size(), 7u) << r.out;
+  ASSERT_EQ(lines.size(), 11u) << r.out;
   // Device timestamps: the first occurrences' windows on rank 0, and rank 0's whole span.
   EXPECT_EQ(lines[0].substr(0, 35), "streamrace.SR1001 736476b4ff4c71e1 ");
   EXPECT_NE(lines[0].find("[0.000775 s]: failed (new write-after-read race"), std::string::npos) << lines[0];
   EXPECT_EQ(lines[1].substr(0, 35), "streamrace.SR1002 1cc292855a3e4161 ");
   EXPECT_NE(lines[1].find("[0.001486 s]: failed (new write-after-write race"), std::string::npos) << lines[1];
-  EXPECT_EQ(lines[6], "testsuites tests=6 failures=2 time=3.463560; 6 cases, 2 failed, 0 skipped");
+  EXPECT_EQ(lines[10], "testsuites tests=10 failures=2 time=3.463560; 10 cases, 2 failed, 0 skipped");
   auto err = junit_schema_errors(dir_.path().string(), path);
   if (err == "no xmllint") GTEST_SKIP() << "xmllint is not installed";
   EXPECT_EQ(err, "");

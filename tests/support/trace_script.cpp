@@ -389,6 +389,14 @@ void Interpreter::line(const std::string& verb, Args a) {
     uint64_t bytes = number(a.at(3, "bytes"));
     a.done(4);
     b().memcpy(s, dst, src, bytes, kind, !sync, src_mem, dst_mem, api);
+  } else if (verb == "host-write" || verb == "host-read" || verb == "host-access") {
+    // host-write ADDR [page=BYTES] [inexact]: a host access caught on a guarded page.
+    bool inexact = a.flag("inexact");
+    uint32_t page = uint32_t(number(a.option("page", "4096")));
+    uint64_t at = addr(a.at(0, "address"));
+    a.done(1);
+    trace::AccessDir dir = verb == "host-write" ? trace::AccessDir::kWrite : verb == "host-read" ? trace::AccessDir::kRead : trace::AccessDir::kReadWrite;
+    b().host_access(at, dir, page, !inexact);
   } else if (verb == "record") {
     uint64_t e = name(a.at(0, "event")), s = stream(a.at(1, "stream"));
     a.done(2);

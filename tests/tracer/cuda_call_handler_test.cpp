@@ -405,7 +405,8 @@ TEST_F(HandlerTest, DriverCallsOutsideARuntimeCallAreRecordedWithTheirOwnNames) 
 TEST(CallTable, CoversEveryCallRecordTheAnalyzerModels) {
   // Every record kind that comes from one CUDA API call (has CallInfo) has at least one
   // runtime or driver row. NCCL's records come from the NCCL interposer, not from CUPTI;
-  // AllocatorBlock records from PyTorch's allocator (torch_allocator_hook_test).
+  // AllocatorBlock records from PyTorch's allocator (torch_allocator_hook_test); HostAccess
+  // records from the page guard of --host-accesses (host_access_tracker_test).
   std::set<RecordKind> from_table, from_runtime_or_driver[2];
   for (const CallSpec& s : call_table()) {
     if (auto k = record_kind_of(s.kind)) {
@@ -415,7 +416,7 @@ TEST(CallTable, CoversEveryCallRecordTheAnalyzerModels) {
   }
   const std::set<RecordKind> not_cuda_calls = {RecordKind::kNcclCommInit, RecordKind::kNcclCall,
                                                RecordKind::kNcclGroupStart, RecordKind::kNcclGroupEnd,
-                                               RecordKind::kAllocatorBlock};
+                                               RecordKind::kAllocatorBlock, RecordKind::kHostAccess};
   int call_kinds = 0;
   for (uint32_t v = 0; v <= 0xFFFF; ++v) {
     auto k = RecordKind(v);

@@ -193,6 +193,43 @@ TEST_F(PreloadTest, NcclCallsInALocalScopeReachTheRealLibraryAndTheTrace) {
 
 // The ways a process leaves (issue #13): each gives the program's own status, and every
 // process that made calls leaves a complete trace (end marker written) holding all of them.
+// --host-accesses installs a SIGSEGV handler of the tracer's when the process first uses
+// CUDA (here NCCL): the program's own faults must still reach the program's handler, or kill
+// it the default way, exactly as without the tracer.
+TEST_F(PreloadTest, HostAccessesLeaveTheProgramsOwnFaultsAsTheyWere) {
+  for (const char* env : {"", "STREAMRACE_HOST_ACCESSES=1", "STREAMRACE_OPTIONS=host_accesses=1"}) {
+    SCOPED_TRACE(env);
+    auto killed = run(env, "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' segv");
+    EXPECT_EQ(killed.rc, 128 + SIGSEGV) << killed.err;
+    EXPECT_EQ(killed.out, "");
+    fs::remove_all(traces_);
+    fs::create_directories(traces_);
+    auto handled = run(env, "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' segv_handled");
+    EXPECT_EQ(handled.rc, 0) << handled.err;
+    EXPECT_EQ(handled.out, "handled 1 value 5\n");
+    // The setting reached the tracer: its closing notice says what was guarded.
+    auto files = trace_files();
+    ASSERT_EQ(files.size(), 1u);
+    auto t = read_trace(files[0].string());
+    // The program's handled SIGSEGV flushed the trace but left it open: it ends complete, with
+    // every record of the run (8 NCCL records) and the closing notice after the fault.
+    EXPECT_TRUE(t.stats.complete);
+    EXPECT_EQ(t.records.size() - t.of(trace::RecordKind::kNotice).size(), 8u);
+    std::string notice;
+    for (const auto& r : t.of(trace::RecordKind::kNotice)) {
+      std::string text(r.body.begin() + sizeof(trace::NoticeHead), r.body.end());
+      if (text.rfind("host accesses:", 0) == 0) notice = text;
+    }
+    if (std::string(env).empty()) {
+      EXPECT_EQ(notice, "");
+    } else {
+      EXPECT_EQ(notice,
+                "host accesses: 0 copy windows guarded, 0 not guarded (no slot or protection refused), 0 host accesses "
+                "caught, 0 lost (no free slot), 0 pinned allocations left unguarded (not plain read-write pages)");
+    }
+  }
+}
+
 TEST_F(PreloadTest, EveryExitPathKeepsTheStatusAndACompleteTrace) {
   struct Case {
     const char* mode;

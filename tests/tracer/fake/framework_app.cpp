@@ -6,7 +6,11 @@
 //                     runs it too, waits, and returns 10 + the child's status
 //   signal            raise(SIGTERM) after the run (default action: killed)
 //   thread            a second thread runs the framework in a loop while main calls exit(9)
+//   segv              after the run, writes a read-only page of its own (default action: killed)
+//   segv_handled      installs its own SIGSEGV handler first; after the run, writes a read-only
+//                     page of its own, which the handler makes writable: prints what it saw
 #include <dlfcn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +23,19 @@
 namespace {
 using Run = int (*)();
 [[noreturn]] void leave(int code) { std::exit(code); }
+
+char* g_page = nullptr;
+volatile int g_handled = 0;
+void own_handler(int, siginfo_t* info, void*) {
+  char* a = static_cast<char*>(info->si_addr);
+  if (g_page == nullptr || a < g_page || a >= g_page + 4096) _exit(70);
+  ++g_handled;
+  mprotect(g_page, 4096, PROT_READ | PROT_WRITE);
+}
+char* read_only_page() {
+  void* p = mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,7 +66,21 @@ int main(int argc, char** argv) {
     usleep(20000);
     leave(9);
   }
+  if (std::strcmp(mode, "segv_handled") == 0) {
+    struct sigaction sa {};
+    sa.sa_sigaction = own_handler;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, nullptr);
+  }
   int rc = run();
+  if (std::strcmp(mode, "segv") == 0 || std::strcmp(mode, "segv_handled") == 0) {
+    g_page = read_only_page();
+    if (g_page == nullptr) return 67;
+    static_cast<volatile char*>(g_page)[10] = 5;
+    std::printf("handled %d value %d\n", int(g_handled), int(g_page[10]));
+    std::fflush(stdout);
+  }
   if (std::strcmp(mode, "exit") == 0) leave(7);
   if (std::strcmp(mode, "signal") == 0) std::raise(SIGTERM);
   return rc;

@@ -1,0 +1,38 @@
+// Kernel argument signatures: where a kernel's own code says which words of a by-value
+// parameter it reads as pointers, the default tier takes only those words.
+//
+// The default tier records every 8-byte word of every parameter that points into live memory
+// (docs/tracer.md). That is right for plain pointer arguments and for structs of pointers, and
+// wrong for one pattern common in PyTorch: a metadata struct with a fixed number of pointer
+// slots of which a launch fills only the first few, the rest left as the host stack had them.
+// A stale slot that happens to hold the address of a live tensor then looks like an access and
+// can make a false `possible` finding. A signature names such a kernel (a part of its mangled
+// or demangled name), the parameter, and how many of its leading words the launch uses, as a
+// function of the launch shape; every other word of that parameter is not taken as a pointer.
+// Each signature says where its facts come from.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace streamrace::tracer {
+
+enum class SignatureCount : uint8_t {
+  kGridY,  // the launch's grid.y
+};
+
+struct KernelSignature {
+  const char* name_part;  // contained in the kernel's name (mangled or demangled)
+  uint32_t param;         // the parameter (0-based) whose leading words are the only pointers
+  SignatureCount count;   // how many of its leading 8-byte words are
+  const char* source;     // where the facts come from
+};
+
+// The built-in signature for a kernel name, or null.
+const KernelSignature* signature_for(std::string_view kernel_name);
+
+// How many leading 8-byte words of parameter `param` may hold pointers under `sig` (all of
+// them, `param_words`, when `sig` is null or is about another parameter).
+uint32_t pointer_words(const KernelSignature* sig, uint32_t param, uint32_t param_words, const uint32_t grid[3]);
+
+}  // namespace streamrace::tracer
