@@ -11,7 +11,7 @@ declare -A allowed=(
   [report]="analyzer report"
   [replay]="traceformat analyzer replay"
   [tracer]="traceformat tracer"
-  [bench]="traceformat analyzer replay bench"
+  [bench]="traceformat analyzer replay tracer bench"
   [cli]="traceformat analyzer report replay tracer cli"
 )
 bad=0
