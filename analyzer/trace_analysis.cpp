@@ -668,7 +668,8 @@ void TraceAnalysis::on_host_access(const HostAccess& h) {
   const bool exact = (h.flags & kHostAccessExactAddr) != 0 || h.page_bytes == 0;
   // An exact fault is known to touch the byte at its address; otherwise only its page is known.
   const uint64_t lo = exact ? h.addr : h.page;
-  const uint64_t hi = exact ? h.addr + 1 : (h.page + h.page_bytes < h.page ? UINT64_MAX : h.page + h.page_bytes);
+  const uint64_t hi = exact ? (h.addr == UINT64_MAX ? h.addr : h.addr + 1)
+                            : (h.page + h.page_bytes < h.page ? UINT64_MAX : h.page + h.page_bytes);
   const bool writes = h.dir != AccessDir::kRead;
   const bool reads = h.dir != AccessDir::kWrite;
   ++summary_.accesses;

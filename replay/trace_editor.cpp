@@ -304,6 +304,17 @@ TraceEditOutcome edit_one_trace(const std::string& path, const std::string& out,
   std::set<const analysis::Finding*> planned;
   for (const auto* f : findings) {
     if (!planned.insert(f).second) continue;
+    // A host access (--host-accesses) is ordered by a host synchronisation, which is no
+    // record/wait edit between streams: said, never attempted.
+    if (f->kind == analysis::RaceKind::kHostWriteDuringCopy || f->kind == analysis::RaceKind::kHostReadDuringCopy) {
+      if (f->where[0].trace == path) {
+        o.unfixable.push_back(f->fingerprint);
+        o.warnings.push_back(fmt::format("finding {}: a host access racing with a copy is fixed by a host "
+                                         "synchronisation, not by an event edit: not applied",
+                                         f->fingerprint));
+      }
+      continue;
+    }
     if (f->where[0].trace == path) te.planned.push_back({f, f->fix_edit, true});
     if (one_per_round) continue;
     for (const auto& w : f->where)

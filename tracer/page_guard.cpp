@@ -102,7 +102,7 @@ int hex_digit(char c) {
 bool accessible_now(uint64_t addr, int write) {
   int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  char buf[4096];
+  char buf[512];  // small: the handler may run on a small alternate signal stack
   char line[64];
   size_t len = 0;
   bool answer = false, done = false;

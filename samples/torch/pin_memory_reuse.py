@@ -29,7 +29,7 @@ def main() -> None:
 
     # 1. H2D: the pinned batch is refilled before the copy ran.
     batch.fill_(1.0)
-    torch.cuda._sleep(100_000_000)  # ~50 ms: the copy below runs after it
+    torch.cuda._sleep(200_000_000)  # ~100 ms: the copy below runs after it (and after the refill)
     dev = batch.to("cuda", non_blocking=True)
     if mode == "clean":
         stream.synchronize()
@@ -39,7 +39,7 @@ def main() -> None:
 
     # 2. D2H: the pinned destination is read before the copy is known complete.
     out.zero_()
-    torch.cuda._sleep(100_000_000)
+    torch.cuda._sleep(200_000_000)
     out.copy_(result, non_blocking=True)
     if mode == "clean":
         stream.synchronize()

@@ -110,6 +110,21 @@ void seeds(const std::string& dir) {
     b.memset(s2, p, 128);
     b.finish();
   }
+  {  // --host-accesses: host accesses against async pinned copies, at the address space's edges too
+    TraceBuilder b(dir + "/host_accesses.srace", TraceBuilder::default_header(0), {false, 1});
+    uint64_t s = b.create_stream();
+    uint64_t host = b.alloc(8192, trace::AllocKind::kHostPinned), dev = b.alloc(8192);
+    b.memcpy(s, dev, host, 8192, trace::CopyKind::kHostToDevice, true, trace::MemKind::kPinnedHost, trace::MemKind::kDevice);
+    b.host_access(host + 100, trace::AccessDir::kWrite);
+    b.memcpy(s, host, dev, 8192, trace::CopyKind::kDeviceToHost, true, trace::MemKind::kDevice, trace::MemKind::kPinnedHost);
+    b.host_access(host + 8, trace::AccessDir::kRead);
+    b.host_access(host + 4096, trace::AccessDir::kReadWrite, 4096, false);
+    b.host_access(~0ull, trace::AccessDir::kWrite);
+    b.host_access(~0ull - 10, trace::AccessDir::kReadWrite, 0xFFFF'FFFFu, false);
+    b.stream_synchronize(s);
+    b.host_access(host + 200, trace::AccessDir::kWrite);
+    b.finish();
+  }
 }
 
 void regressions(const std::string& dir) {

@@ -132,6 +132,34 @@ TEST(ReplayAnalyzer, ApplyingOneFingerprintToABuilderTraceRemovesExactlyThatFind
                std::invalid_argument);
 }
 
+// A host access racing with a copy (--host-accesses) is fixed by a host synchronisation, not by
+// an event edit: apply-fix says so and leaves the trace unedited.
+TEST(ReplayAnalyzer, AHostAccessFindingIsReportedUnfixableNotEdited) {
+  const std::string dir = temp_dir("hostaccess");
+  const std::string path = dir + "/rank0.srace";
+  {
+    tr::TraceBuilder b(path, tr::TraceBuilder::default_header(0));
+    const uint64_t s = b.create_stream();
+    const uint64_t host = b.alloc(8192, tr::AllocKind::kHostPinned), dev = b.alloc(8192);
+    b.at("loader.py", 30, "copy");
+    b.memcpy(s, dev, host, 8192, tr::CopyKind::kHostToDevice, true, tr::MemKind::kPinnedHost, tr::MemKind::kDevice);
+    b.at("loader.py", 31, "refill");
+    b.host_access(host + 100, tr::AccessDir::kWrite);
+    b.finish();
+  }
+  auto before = analyze_traces({path});
+  ASSERT_EQ(before.findings.size(), 1u);
+  const std::string fp = before.findings[0].fingerprint;
+  auto res = apply_record_fixes({path}, RecordFixOptions{{}, dir + "/fixed", 16});
+  EXPECT_EQ(res.total_edits(), 0u);
+  ASSERT_EQ(res.traces.size(), 1u);
+  ASSERT_EQ(res.traces[0].warnings.size(), 1u);
+  EXPECT_EQ(res.traces[0].warnings[0], "finding " + fp +
+                                           ": a host access racing with a copy is fixed by a host synchronisation, not "
+                                           "by an event edit: not applied");
+  EXPECT_EQ(res.verdict.remaining, std::vector<std::string>{fp});
+}
+
 TEST(ZeroReplay, VerdictTableForStage1TinyMatchesEveryTool) {
   ZeroReplayOptions o;
   o.base.stage = 1;

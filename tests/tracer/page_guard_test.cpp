@@ -176,6 +176,24 @@ TEST_F(PageGuardTest, AStricterWindowOnTheSamePageStaysStrict) {
   munmap(m, kPage);
 }
 
+// More faults than slots before a drain: the rest are counted as lost, every access still happens.
+TEST_F(PageGuardTest, FaultsBeyondTheSlotsAreCountedAsLostAndStillProceed) {
+  const size_t pages = 4096 + 100;
+  char* m = map_pages(pages);
+  ASSERT_NE(m, nullptr);
+  PageGuard& g = PageGuard::process();
+  uint32_t id = g.arm(u(m), u(m + pages * kPage), PROT_READ, PROT_READ | PROT_WRITE);
+  ASSERT_NE(id, 0u);
+  const auto before = g.counts();
+  for (size_t p = 0; p < pages; ++p) store_byte(m + p * kPage, 1);
+  for (size_t p = 0; p < pages; ++p) ASSERT_EQ(m[p * kPage], 1);
+  EXPECT_EQ(g.counts().faults, before.faults + pages);
+  EXPECT_EQ(g.counts().faults_dropped, before.faults_dropped + 100);
+  EXPECT_EQ(drain_all().size(), 4096u);
+  g.release(id);
+  munmap(m, pages * kPage);
+}
+
 TEST_F(PageGuardTest, ArmRefusesWhatIsNotWholePages) {
   char* m = map_pages(1);
   ASSERT_NE(m, nullptr);
