@@ -66,6 +66,7 @@ const char* run_option_of(const TracerSetting& s) {
       {"stacks", "--stacks MODE"},
       {"python_sites", "--python-sites 0|1|2"},
       {"native_unwind", "--native-unwind cached|dwarf"},
+      {"kernel_signatures", "--kernel-signatures 0|1"},
       {"timing", "--timing"},
       {"host_accesses", "--host-accesses"},
       {"torch_allocator", "--torch-allocator 0|1"},
@@ -566,6 +567,11 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                       "Native stacks: cached (default: unwind rules learned per return address from DWARF walks, "
                       "checked) or dwarf (a DWARF walk every time) (STREAMRACE_NATIVE_UNWIND)")
           ->type_name("cached|dwarf");
+  auto* kernel_signatures =
+      sub->add_option("--kernel-signatures",
+                      "0 scans every word of every kernel parameter, also the unused pointer slots of kernels whose "
+                      "signature is known (PyTorch's cat) (STREAMRACE_KERNEL_SIGNATURES)")
+          ->type_name("0|1");
   auto* torch_allocator =
       sub->add_option("--torch-allocator",
                       "0 leaves PyTorch's caching allocator unobserved: kernel extents then reach to the end of "
@@ -600,7 +606,7 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("command", args->command, "The command to trace, after --")->required();
   sub->footer(settings_help());
   group_advanced(*sub, {"--precise-start", "--precise-patches", "--precise-module-filter", "--precise-debug",
-                        "--force-output", "--precise-from", "--torch-allocator", "--python-sites", "--native-unwind", "--keep-going"});
+                        "--force-output", "--precise-from", "--torch-allocator", "--python-sites", "--native-unwind", "--kernel-signatures", "--keep-going"});
   return [=]() {
     args->precise_requested = precise->count() > 0;
     auto& st = args->settings;
@@ -608,7 +614,7 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
     if (timing->count()) st["timing"] = "1";
     if (host_accesses->count()) st["host_accesses"] = "1";
     if (precise_debug->count()) st["precise_debug"] = "1";
-    for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"native_unwind", native_unwind}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
+    for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"native_unwind", native_unwind}, {"kernel_signatures", kernel_signatures}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
                             {"precise_patches", precise_patches}, {"precise_module_filter", module_filter}})
       if (opt->count()) st[key] = opt->as<std::string>();
     return run_traced(*args);

@@ -226,6 +226,9 @@ struct DeviceSynchronize {
 enum KernelFlags : uint32_t {
   kKernelArgsScanned = 1u << 0,  // ptrs[] holds every argument that pointed into live memory
   kKernelPrecise = 1u << 1,      // exact accesses follow as KernelAccess records
+  // A kernel signature bounded the words scanned in one of the parameters (tracer/kernel_signatures.h):
+  // ptrs[] holds every argument the kernel can read as a pointer that pointed into live memory.
+  kKernelArgsBySignature = 1u << 2,
 };
 
 // KernelLaunch = KernelLaunchHead followed by nptrs uint64 pointer arguments.

@@ -1,6 +1,7 @@
 // CudaCallHandler: see cuda_call_handler.h. The happens-before meaning of each record is
 // the analyzer's business; this file only says which record each CUDA call becomes.
 #include "tracer/cuda_call_handler.h"
+#include "tracer/kernel_signatures.h"
 
 #include <cxxabi.h>
 
@@ -517,11 +518,11 @@ trace::Memcpy CudaCallHandler::memcpy_record(const CudaCall& call, const Emissio
 
 uint32_t CudaCallHandler::kernel_name_id(uint64_t func, const char* name) {
   static std::mutex mu;
-  static std::unordered_map<uint64_t, std::pair<TraceRecorder*, uint32_t>> cache;
+  static std::unordered_map<uint64_t, std::pair<uint64_t, uint32_t>> cache;  // func -> (recorder uid, name id)
   if (func != 0) {
     std::lock_guard lock(mu);
     auto it = cache.find(func);
-    if (it != cache.end() && it->second.first == rec_) return it->second.second;
+    if (it != cache.end() && it->second.first == rec_->uid()) return it->second.second;
   }
   uint32_t id;
   if (name == nullptr) {
@@ -534,7 +535,7 @@ uint32_t CudaCallHandler::kernel_name_id(uint64_t func, const char* name) {
   }
   if (func != 0) {
     std::lock_guard lock(mu);
-    cache[func] = {rec_, id};
+    cache[func] = {rec_->uid(), id};
   }
   return id;
 }
@@ -544,10 +545,11 @@ namespace {
 // same few hundred functions thousands of times, and the shared caches behind this (the name
 // table, the driver's parameter layouts) take a process-wide lock and copy the layout per call.
 struct FunctionFacts {
-  const void* recorder = nullptr;  // name ids belong to one recorder (a forked child has its own)
+  uint64_t recorder = 0;  // the recorder's uid: name ids belong to one recorder (a forked child has its own)
   uint32_t name_id = 0;
   bool have_layout = false;
   std::vector<ParamSlot> layout;
+  const KernelSignature* signature = nullptr;  // tracer/kernel_signatures.h
 };
 constexpr size_t kFunctionCacheLimit = 4096;  // per thread; cleared when full
 }  // namespace
@@ -577,17 +579,18 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   FunctionFacts* facts = nullptr;
   if (call.func != 0) {
     auto it = t_functions.find(call.func);
-    if (it != t_functions.end() && it->second.recorder == rec_) {
+    if (it != t_functions.end() && it->second.recorder == rec_->uid()) {
       facts = &it->second;
     } else {
       if (t_functions.size() >= kFunctionCacheLimit) t_functions.clear();
       facts = &t_functions[call.func];
-      facts->recorder = rec_;
+      facts->recorder = rec_->uid();
       if (name == nullptr) {  // graph kernel nodes: the callback names no symbol
         InternalCallGuard guard;
         name = queries_.function_name(call.func, call.library_kernel);
       }
       facts->name_id = kernel_name_id(call.func, name);
+      facts->signature = kernel_signatures_ && name != nullptr ? signature_for(name) : nullptr;
       {
         InternalCallGuard guard;
         facts->have_layout = queries_.param_layout(call.func, call.library_kernel, facts->layout);
@@ -600,9 +603,11 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
     h.block[i] = call.block[i];
   }
   // Pointer arguments: every 8-byte word of every parameter (structs of pointers included,
-  // as in PyTorch's elementwise kernels) that lands inside a live allocation.
+  // as in PyTorch's elementwise kernels) that lands inside a live allocation; of a parameter a
+  // kernel signature describes, only the words the launch uses (tracer/kernel_signatures.h).
   ptrs.clear();
   bool scanned = false;
+  bool by_signature = false;
   if (facts && (call.args != nullptr || call.packed != nullptr)) {
     const std::vector<ParamSlot>& layout = facts->layout;
     if (facts->have_layout) {
@@ -611,7 +616,10 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
         const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
                                           : static_cast<const uint8_t*>(call.args[i]);
         if (base == nullptr) continue;
-        for (uint32_t off = 0; off + 8 <= layout[i].size; off += 8) {
+        const uint32_t all_words = layout[i].size / 8;
+        const uint32_t words = pointer_words(facts->signature, uint32_t(i), all_words, call.grid);
+        by_signature |= words < all_words;
+        for (uint32_t off = 0; off + 8 <= words * 8; off += 8) {
           uint64_t w;
           std::memcpy(&w, base + off, 8);
           if (!allocs_.maybe_contains(w) || !allocs_.find(w)) continue;
@@ -623,7 +631,8 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
     }
   }
   h.nptrs = uint32_t(ptrs.size());
-  h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) : 0u) | (precise ? uint32_t(trace::kKernelPrecise) : 0u);
+  h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) : 0u) | (precise ? uint32_t(trace::kKernelPrecise) : 0u) |
+            (by_signature ? uint32_t(trace::kKernelArgsBySignature) : 0u);
 }
 
 }  // namespace streamrace::tracer

@@ -60,6 +60,9 @@ class CudaCallHandler {
   // Asked to attach after each device allocation the tracer records (PyTorch's allocator
   // gets its first segment inside its own malloc: see torch_allocator_hook.h).
   void set_torch_allocator_hook(TorchAllocatorHook* hook) { torch_hook_ = hook; }
+  // Built-in kernel signatures bound the words scanned in the parameters they describe
+  // (tracer/kernel_signatures.h); on by default (setting kernel_signatures).
+  void set_kernel_signatures(bool on) { kernel_signatures_ = on; }
   // --host-accesses: told about pinned memory, async copies and host synchronisations, and
   // drained of the host accesses it caught at the start of every call.
   void set_host_access_tracker(HostAccessTracker* t) { host_ = t; }
@@ -112,6 +115,7 @@ class CudaCallHandler {
   StackCapture* stacks_;
   TorchAllocatorHook* torch_hook_ = nullptr;
   HostAccessTracker* host_ = nullptr;
+  bool kernel_signatures_ = true;
   // A host free or unregister is about to run: the tracker's windows over it end first.
   void before_free(const CallSpec& spec, const void* params);
   std::vector<std::atomic<uint32_t>> runtime_names_;

@@ -39,6 +39,9 @@ struct RecorderOptions {
 
 class TraceRecorder {
  public:
+  // Unique per recorder in the process (never reused, unlike its address): per-thread caches of
+  // facts that belong to one recorder (string ids) key on it.
+  uint64_t uid() const { return id_; }
   explicit TraceRecorder(RecorderOptions opts);
   ~TraceRecorder();
   TraceRecorder(const TraceRecorder&) = delete;

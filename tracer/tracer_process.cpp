@@ -191,6 +191,7 @@ void TracerProcess::create_core_locked() {
   stacks_->set_native_cached(tracer_setting("native_unwind").value_or("cached") != "dwarf");
   auto* handler = new CudaCallHandler(*recorder_, allocs_, driver_, stacks_);
   if (TorchAllocatorHook::enabled_by_env()) handler->set_torch_allocator_hook(new TorchAllocatorHook(*handler));
+  handler->set_kernel_signatures(tracer_setting("kernel_signatures").value_or("1") != "0");
   handler_.store(handler);
   install_exit_hooks();
   // After the exit hooks: the guard's SIGSEGV handler must sit on top of the tracer's own

@@ -35,6 +35,8 @@ inline constexpr TracerSetting kTracerSettings[] = {
      "CPython 3.11/3.12); 2: also print the counts on stderr at exit"},
     {"native_unwind", "STREAMRACE_NATIVE_UNWIND", "cached|dwarf", "cached",
      "native stacks: unwind rules learned per return address from DWARF walks (checked), or DWARF every time"},
+    {"kernel_signatures", "STREAMRACE_KERNEL_SIGNATURES", "0|1", "1",
+     "kernels whose signature is known (PyTorch's cat) have only the pointer slots a launch uses scanned"},
     {"timing", "STREAMRACE_TIMING", "0|1", "0", "device timestamps (CUPTI activity records) for `streamrace overlap`"},
     {"host_accesses", "STREAMRACE_HOST_ACCESSES", "0|1", "0",
      "host writes (and reads of a device-to-host destination) to pinned memory while an async copy still uses it: "
