@@ -517,8 +517,9 @@ trace::Memcpy CudaCallHandler::memcpy_record(const CudaCall& call, const Emissio
 }
 
 uint32_t CudaCallHandler::kernel_name_id(uint64_t func, const char* name) {
-  static std::mutex mu;
-  static std::unordered_map<uint64_t, std::pair<uint64_t, uint32_t>> cache;  // func -> (recorder uid, name id)
+  // Never destroyed (a thread may launch while exit() runs static destructors).
+  static std::mutex& mu = *new std::mutex;
+  static auto& cache = *new std::unordered_map<uint64_t, std::pair<uint64_t, uint32_t>>;  // func -> (recorder uid, name id)
   if (func != 0) {
     std::lock_guard lock(mu);
     auto it = cache.find(func);

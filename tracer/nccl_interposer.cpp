@@ -74,8 +74,10 @@ struct CommInfo {
   uint32_t device = 0;
 };
 
-std::mutex g_comm_mu;
-std::unordered_map<uint64_t, CommInfo> g_comms;
+// Never destroyed: a thread of the program may still call NCCL while exit() runs the library's
+// static destructors (a destroyed map here crashed such a process at exit).
+std::mutex& g_comm_mu = *new std::mutex;
+std::unordered_map<uint64_t, CommInfo>& g_comms = *new std::unordered_map<uint64_t, CommInfo>;
 
 thread_local uint32_t t_group_depth = 0;
 
