@@ -53,11 +53,15 @@ left() { echo $(( DEADLINE_S - ($(date +%s) - T0) )); }
 cat "$OUT/machine.txt"
 [ -x "$SR" ] || { echo "no $SR: build gpu-carry with scripts/gpu/build_carry.sh and carry it"; exit 2; }
 
+pids=()
 for b in graph_explicit graph_side_stream graph_two_branches; do
   timeout 150 nvcc -O2 -arch=sm_90 -std=c++17 -cudart shared -o "$W/bin/$b" samples/cuda/$b.cu \
     -Xlinker -rpath,/usr/local/cuda/lib64 > "$R/logs/$b.nvcc.log" 2>&1 &
+  pids+=($!)
 done
-wait
+# Wait for the compilers only: a bare `wait` also waits for the `tee` of the process substitution
+# above, which never ends (it hung the whole call on the GPU machine, 2026-12-01).
+wait "${pids[@]}"
 for b in graph_explicit graph_side_stream graph_two_branches; do
   [ -x "$W/bin/$b" ] || { echo "$b: nvcc failed:"; tail -5 "$R/logs/$b.nvcc.log"; }
 done
