@@ -9,7 +9,8 @@
 // can make a false `possible` finding. A signature names such a kernel (a part of its mangled
 // or demangled name), the parameter, and how many of its leading words the launch uses, as a
 // function of the launch shape; every other word of that parameter is not taken as a pointer.
-// Each signature says where its facts come from.
+// Each signature says where its facts come from. (analyzer/kernel_signature.h is another
+// thing: the const-ness of pointer parameters read from a demangled name.)
 #pragma once
 
 #include <cstdint>
