@@ -99,8 +99,11 @@ uint32_t StackCapture::capture_python() {
   }
   const uint32_t id = capture_python_walk();
   site_misses_.fetch_add(1, std::memory_order_relaxed);
+  // A key whose walk gave no frames is kept too (id 0): a thread with a Python thread state but
+  // no complete frame (PyTorch's autograd threads launching backward kernels) would otherwise
+  // take the GIL back at every launch only to find nothing.
+  cache.by_site.emplace(key, SiteCache::Entry{id, 1});
   if (id != 0) {
-    cache.by_site.emplace(key, SiteCache::Entry{id, 1});
     // A new key whose stack this thread already had under another key: the key changed
     // though the stack did not (counted for diagnostics: such misses cost a C-API walk).
     if (!cache.stacks_seen.insert(id).second) site_rekeys_.fetch_add(1, std::memory_order_relaxed);

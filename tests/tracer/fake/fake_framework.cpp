@@ -18,3 +18,33 @@ extern "C" __attribute__((visibility("default"))) int fake_framework_run() {
   if (ncclBroadcast(buf, buf, 8, ncclInt64, 0, sub, nullptr) != ncclSuccess) return 4;
   return 0;
 }
+
+// Plays PyTorch's autograd device thread: a native thread that holds a Python thread state of
+// its own (made once with PyGILState_Ensure, the GIL then released with PyEval_SaveThread, as
+// PyTorch's engine does) but runs no Python code, and makes `runs` calls from there. The CPython
+// API is found at run time, as the tracer finds it; returns -1 without Python.
+#include <dlfcn.h>
+
+#include <thread>
+
+extern "C" __attribute__((visibility("default"))) int fake_framework_run_in_native_thread(int runs) {
+  using Ensure = int (*)();
+  using Release = void (*)(int);
+  using Save = void* (*)();
+  using Restore = void (*)(void*);
+  auto ensure = reinterpret_cast<Ensure>(dlsym(RTLD_DEFAULT, "PyGILState_Ensure"));
+  auto release = reinterpret_cast<Release>(dlsym(RTLD_DEFAULT, "PyGILState_Release"));
+  auto save = reinterpret_cast<Save>(dlsym(RTLD_DEFAULT, "PyEval_SaveThread"));
+  auto restore = reinterpret_cast<Restore>(dlsym(RTLD_DEFAULT, "PyEval_RestoreThread"));
+  if (!ensure || !release || !save || !restore) return -1;
+  int rc = 0;
+  std::thread t([&] {
+    const int state = ensure();
+    void* ts = save();
+    for (int i = 0; i < runs && rc == 0; ++i) rc = fake_framework_run();
+    restore(ts);
+    release(state);
+  });
+  t.join();
+  return rc;
+}
