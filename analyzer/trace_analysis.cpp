@@ -602,11 +602,6 @@ void TraceAnalysis::replay_node(const CapturedNode& node, uint64_t stream, uint3
                                 std::unordered_map<uint64_t, VectorClock>& events) {
   const RecordView r{node.kind, std::span<const uint8_t>(node.body)};
   // The node runs from the launching thread (the host rule), on its branch's virtual stream.
-  auto place = [&](auto rec) {
-    rec.stream = stream;
-    rec.call.thread = thread;
-    return rec;
-  };
   switch (node.kind) {
     case RecordKind::kEventRecord: {
       // Inside a capture an event record is a point of its branch that waits may join.
@@ -620,19 +615,8 @@ void TraceAnalysis::replay_node(const CapturedNode& node, uint64_t stream, uint3
       if (it != events.end()) hb_.stream(stream).vc.join(it->second);
       return;
     }
-    case RecordKind::kKernelLaunch:
-      on_kernel(place(r.as<KernelLaunchHead>()), r.tail<KernelLaunchHead>());
-      return;
-    case RecordKind::kMemcpy:
-      on_memcpy(place(r.as<Memcpy>()));
-      return;
-    case RecordKind::kMemset:
-      on_memset(place(r.as<Memset>()));
-      return;
-    case RecordKind::kNcclCall:
-      on_nccl(place(r.as<NcclCall>()));
-      return;
-    default:
+    default:  // kernels, copies, sets, NCCL calls: the work itself
+      replay_work(node.kind, node.body, stream, thread);
       return;
   }
 }
