@@ -84,7 +84,14 @@ std::string fingerprint_of(const Finding& f) {
   h = fnv1a(h, to_string(f.kind));
   h = fnv1a(h, to_string(f.confidence));
   h = hash_site(h, f.earlier);
-  h = hash_site(h, f.later);
+  if (f.kind == RaceKind::kHostWriteDuringCopy || f.kind == RaceKind::kHostReadDuringCopy) {
+    // The host side is grouped by kind of access, not by stack (see TraceAnalysis::on_host_access).
+    h = fnv1a(h, f.later.op_kind);
+    h = fnv1a(h, f.later.op);
+    h = fnv1a(h, f.later.direction);
+  } else {
+    h = hash_site(h, f.later);
+  }
   return fmt::format("{:016x}", h);
 }
 

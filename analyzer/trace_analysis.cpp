@@ -681,7 +681,12 @@ void TraceAnalysis::on_host_access(const HostAccess& h) {
     if (!(writes || (reads && side.device_writes))) continue;
     const RaceKind kind = h.dir == AccessDir::kRead ? RaceKind::kHostReadDuringCopy : RaceKind::kHostWriteDuringCopy;
     const Confidence conf = exact && h.dir != AccessDir::kReadWrite ? Confidence::kCertain : Confidence::kPossible;
-    SiteKey key{side.copy.stack_id, side.copy.name_id, access.stack_id, access.name_id,
+    // One finding per copy site and kind of host access, whichever host stack touched the
+    // bytes: the fix is at the copy (a synchronisation before the reuse), and which thread
+    // faults on which page depends on scheduling (PyTorch's fill_ writes a pinned tensor from
+    // the calling thread and its OpenMP workers), so keying on the host stack would split one
+    // bug into a run-dependent number of findings. The first host access is the one shown.
+    SiteKey key{side.copy.stack_id, side.copy.name_id, 0, access.name_id,
                 uint32_t(kind) | uint32_t(conf) << 3 | uint32_t(OpKind::kHost) << 8 | uint32_t(side.device_writes) << 12 |
                     uint32_t(h.dir) << 14};
     auto [it, inserted] = pending_index_.emplace(key, pending_.size());
