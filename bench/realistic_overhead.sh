@@ -211,6 +211,7 @@ run_one() {  # job cfg round
     case $cfg in
         untraced)      timeout -k 10 "$t" "${cmd[@]}" ;;
         streamrace)    STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        selftime)      STREAMRACE_PYTHON_SITES=2 STREAMRACE_SELF_TIME=1 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         oldstacks)     STREAMRACE_PYTHON_SITES=0 STREAMRACE_NATIVE_UNWIND=dwarf timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         nostacks)      STREAMRACE_STACKS=none timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         noblocks)      STREAMRACE_TORCH_ALLOCATOR=0 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
@@ -224,7 +225,7 @@ run_one() {  # job cfg round
     wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
     metric=$(grep -oE "^$(job_metric "$job") [0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
     case $cfg in
-        streamrace|nostacks|noblocks|oldstacks)
+        streamrace|nostacks|noblocks|oldstacks|selftime)
             bytes=$(du -sb "$tdir" | cut -f1)
             files=$(find "$tdir" -name '*.srace' | wc -l)
             if [[ "$files" -eq 0 ]]; then
@@ -232,7 +233,8 @@ run_one() {  # job cfg round
                 [[ "$DRY_RUN" == 1 ]] || status=invalid   # the job ran untraced: its number means nothing
             fi
             info="${info:+$info; }$(grep -m1 -E '^streamrace run: [0-9]+ traces? in' "$log" || true)"
-            info="${info:+$info; }$(grep -m1 -oE 'python call sites: .*' "$log" || true)" ;;
+            info="${info:+$info; }$(grep -m1 -oE 'python call sites: .*' "$log" || true)"
+            info="${info:+$info; }$(grep -m1 -oE 'self time \(.*' "$log" || true)" ;;
         floor_*)
             info=$(grep -m1 -oE 'cupti_floor: .*' "$log" || echo "no cupti_floor line: the subscriber did not start")
             [[ "$info" == *" enabled"* && "$info" != *"nothing enabled"* ]] || status=invalid ;;
@@ -262,7 +264,7 @@ cfgs=()
 for c in $CONFIGS; do
     case $c in
         untraced) ;;
-        streamrace|nostacks|noblocks|oldstacks) (( HAVE_SR )) || continue ;;
+        streamrace|nostacks|noblocks|oldstacks|selftime) (( HAVE_SR )) || continue ;;
         floor_domains|floor_cbids) (( HAVE_FLOOR )) || continue ;;
         *) note "unknown configuration '$c' ignored"; continue ;;
     esac
@@ -295,10 +297,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 # ---- results
-"$PYTHON" - "$RAW" "$W/machine.txt" "$NOTES" "$OUT" "$STEPS" "$WARMUP" "$OPS" "$REPEATS" "$T_START" <<'PYEOF'
-import json, os, statistics, sys, time
+"$PYTHON" - "$RAW" "$W/machine.txt" "$NOTES" "$OUT" "$STEPS" "$WARMUP" "$OPS" "$REPEATS" "$T_START" "${NATIVE_OPS:-100000}" <<'PYEOF'
+import json, os, re, statistics, sys, time
 raw, machine, notes, out = sys.argv[1:5]
-steps, warmup, ops, repeats, t_start = map(int, sys.argv[5:10])
+steps, warmup, ops, repeats, t_start, native_ops = map(int, sys.argv[5:11])
 rows = []
 for line in open(raw):
     f = line.rstrip("\n").split("\t")
@@ -306,12 +308,15 @@ for line in open(raw):
     r = dict(round=int(f[0]), job=f[1], config=f[2], status=f[3], rc=int(f[4]) if f[4] else None,
              wall_s=float(f[5]) if f[5] else None, value=float(f[6]) if f[6] else None,
              trace_bytes=int(f[7]) if f[7] else None, trace_files=int(f[8]) if f[8] else None, info=f[9])
-    units = ops * (repeats + 1) if r["job"] == "launch" else steps + warmup
+    units = ops * (repeats + 1) if r["job"] == "launch" else native_ops + 1000 if r["job"] == "native" else steps + warmup
+    r["units"] = units
     r["trace_bytes_per_unit"] = r["trace_bytes"] / units if r["trace_bytes"] is not None else None
     rows.append(r)
-order = ["untraced", "streamrace", "nostacks", "noblocks", "floor_domains", "floor_cbids"]
+order = ["untraced", "streamrace", "selftime", "oldstacks", "nostacks", "noblocks", "floor_domains", "floor_cbids"]
 what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nostacks": "`streamrace run`, STREAMRACE_STACKS=none",
         "noblocks": "`streamrace run`, STREAMRACE_TORCH_ALLOCATOR=0",
+        "selftime": "`streamrace run`, STREAMRACE_SELF_TIME=1 (the default, its own time measured)",
+        "oldstacks": "`streamrace run`, stacks as before the caches (PYTHON_SITES=0, NATIVE_UNWIND=dwarf)",
         "floor_domains": "empty CUPTI subscriber, runtime+driver domains", "floor_cbids": "empty CUPTI subscriber, the tracer's cbid list"}
 jobs = []
 for r in rows:
@@ -342,10 +347,11 @@ md.append("")
 md += ["    " + l.rstrip() for l in open(machine)]
 md.append("")
 for job in jobs:
-    unit = "µs/op" if job == "launch" else "ms/step"
-    per = "B/op" if job == "launch" else "B/step"
+    unit = "µs/op" if job == "launch" else "ns/launch" if job == "native" else "ms/step"
+    per = "B/op" if job == "launch" else "B/launch" if job == "native" else "B/step"
     title = {"zero2": "GPT-2 124M, DeepSpeed ZeRO-2 (one rank)", "fsdp2": "GPT-2 124M, FSDP2 (one rank)",
-             "launch": "launch-bound loop (x.add_(1))"}.get(job, job)
+             "launch": "launch-bound loop (x.add_(1))",
+             "native": "native launch loop (samples/cuda/launch_bench.cu, empty kernels)"}.get(job, job)
     md += [f"## {title}", "", f"| configuration | median {unit} | spread (min–max) | vs untraced | added {unit} | trace {per} | runs ok |",
            "| --- | --- | --- | --- | --- | --- | --- |"]
     base = summary.get((job, "untraced"), {}).get("median")
@@ -362,6 +368,31 @@ for job in jobs:
         ok = f"{s['n']}/{s['runs']}" + (f" ({', '.join(s['not_ok'])})" if s["not_ok"] else "")
         md.append(f"| {what[cfg]} | {s['median']:.3f} | {s['min']:.3f}–{s['max']:.3f} | {rel if cfg != 'untraced' else ''} "
                   f"| {add if cfg != 'untraced' else ''} | {tb} | {ok} |")
+    md.append("")
+# Where the tracer's own time goes (selftime runs): per part, calls and time per unit of the job.
+self_re = re.compile(r"(cupti|nccl|allocator|python|native) ([0-9]+) calls ([0-9.]+) ms")
+self_rows = {}
+for r in rows:
+    if r["config"] != "selftime" or r["status"] != "ok":
+        continue
+    parts = {m.group(1): (int(m.group(2)), float(m.group(3))) for m in self_re.finditer(r["info"])}
+    if parts:
+        self_rows.setdefault(r["job"], []).append((r, parts))
+if self_rows:
+    md += ["## Where the tracer's own time goes (`selftime` runs)", "",
+           "STREAMRACE_SELF_TIME=1 times the tracer's code on the thread that runs it (time-stamp counter): "
+           "`cupti` is all of the CUDA callbacks (stacks included), `python` and `native` the stacks inside them "
+           "and the NCCL calls. CUPTI's own dispatch is outside it (the empty subscriber measures that). "
+           "Medians over the runs; per unit = per step (GPT-2 jobs), per op (launch loop) or per launch (native).", "",
+           "| job | part | calls per unit | ns per call | µs per unit |", "| --- | --- | --- | --- | --- |"]
+    for job, runs in self_rows.items():
+        for part in ["cupti", "nccl", "allocator", "python", "native"]:
+            vals = [(p[part][0] / r["units"], p[part][1] * 1e6 / p[part][0] if p[part][0] else 0.0, p[part][1] * 1e3 / r["units"])
+                    for r, p in runs if part in p]
+            if not vals or all(v[0] == 0 for v in vals):
+                continue
+            med = [statistics.median(v[i] for v in vals) for i in range(3)]
+            md.append(f"| {job} | {part} | {med[0]:.2f} | {med[1]:.0f} | {med[2]:.3f} |")
     md.append("")
 note_lines = [l.rstrip() for l in open(notes) if l.strip()]
 md += ["## Skipped, failed and other notes", ""] + ([f"- {l}" for l in note_lines] or ["- none"])

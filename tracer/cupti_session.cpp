@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "tracer/self_time.h"
 #include "tracer/trace_recorder.h"
 
 namespace streamrace::tracer {
@@ -32,6 +33,7 @@ std::atomic<CudaCallHandler*> g_handler{nullptr};
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   CudaCallHandler* h = g_handler.load(std::memory_order_acquire);
   if (h == nullptr || data == nullptr) return;
+  self_time::Scope timed(self_time::kCupti);
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   ApiCall call;

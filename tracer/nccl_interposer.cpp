@@ -14,6 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "tracer/self_time.h"
 #include "tracer/thread_state.h"
 #include "tracer/tracer_process.h"
 
@@ -136,6 +137,7 @@ void record_comm(const char* api, ncclComm_t comm, ncclComm_t parent, int rank_h
 void record_call(trace::NcclOp op, const void* send, const void* recv, size_t count, ncclDataType_t type,
                  int root_or_peer, ncclComm_t comm, cudaStream_t stream, uint64_t correlation) {
   if (!TracerProcess::enabled()) return;
+  self_time::Scope timed(self_time::kNccl);
   try {
     CommInfo info = describe(comm, -1, -1);
     CudaCallHandler& h = TracerProcess::get().handler();

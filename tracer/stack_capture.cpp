@@ -10,6 +10,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "tracer/self_time.h"
+
 
 namespace streamrace::tracer {
 
@@ -29,15 +31,26 @@ StackCapture::StackCapture(StackTable& stacks, StringTable& strings, StackMode m
 uint32_t StackCapture::capture() {
   switch (mode_) {
     case StackMode::kNone: return 0;
-    case StackMode::kPython: return capture_python();
-    case StackMode::kNative: return capture_native();
+    case StackMode::kPython: {
+      self_time::Scope timed(self_time::kPython);
+      return capture_python();
+    }
+    case StackMode::kNative: {
+      self_time::Scope timed(self_time::kNative);
+      return capture_native();
+    }
     case StackMode::kAuto: {
-      uint32_t id = capture_python();
+      uint32_t id;
+      {
+        self_time::Scope timed(self_time::kPython);
+        id = capture_python();
+      }
       if (id != 0) return id;
       // A Python thread inside a call where the GIL may not be taken back (allocation, sync,
       // event calls): its native frames are the framework's, and unwinding them costs more
       // than they tell. Native stacks are for native programs.
       if (python_.thread_runs_python()) return 0;
+      self_time::Scope timed(self_time::kNative);
       return capture_native();
     }
   }
@@ -89,7 +102,9 @@ uint32_t StackCapture::capture_python() {
   if (it != cache.by_site.end()) {
     const uint32_t uses = it->second.uses++;
     site_hits_.fetch_add(1, std::memory_order_relaxed);
-    if (!check_hit(uses)) return it->second.id;
+    // A key known to give no frames is not checked: the check would take the GIL back (from a
+    // thread that has no Python frames to show) only to compare nothing with nothing.
+    if (it->second.id == 0 || !check_hit(uses)) return it->second.id;
     const uint32_t id = capture_python_walk();
     if (id != it->second.id) {
       python_.site_key_mismatch();

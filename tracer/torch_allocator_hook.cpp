@@ -16,6 +16,7 @@
 
 #include "traceformat/records.h"
 #include "tracer/cuda_call_handler.h"
+#include "tracer/self_time.h"
 #include "tracer/tracer_settings.h"
 
 namespace streamrace::tracer {
@@ -182,6 +183,7 @@ void TorchAllocatorHook::maybe_attach() {
     if (name != "native") return give_up("allocator backend '" + name + "'", false);
     const TorchAllocatorLayout* L = layout_;
     Tracker tracker = [this, L](const TraceEntryBytes& entry) {
+      self_time::Scope timed(self_time::kAllocator);
       const auto* p = reinterpret_cast<const unsigned char*>(&entry);
       int32_t action;
       int8_t device;

@@ -18,6 +18,7 @@
 #include "tracer/precise/kernel_selection.h"
 #include "tracer/precise/sanitizer_session.h"
 #endif
+#include "tracer/self_time.h"
 #include "tracer/tracer_settings.h"
 
 namespace streamrace::tracer {
@@ -393,6 +394,11 @@ void TracerProcess::at_exit() {
       }
     }
 #endif
+  }
+  if (self_time::enabled()) {
+    const std::string t = self_time::summary();
+    std::fprintf(stderr, "streamrace (pid %d): %s\n", int(getpid()), t.c_str());
+    recorder().add_notice(trace::NoticeLevel::kInfo, t);
   }
   if (stacks_ != nullptr && tracer_setting("python_sites").value_or("1") == "2")
     std::fprintf(stderr, "streamrace (pid %d): %s\n", int(getpid()), stacks_->python_sites_summary().c_str());

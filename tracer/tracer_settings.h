@@ -43,6 +43,9 @@ inline constexpr TracerSetting kTracerSettings[] = {
      "the copy's pages are guarded until the host synchronises (docs/host-accesses.md)"},
     {"torch_allocator", "STREAMRACE_TORCH_ALLOCATOR", "0|1", "1",
      "PyTorch's caching allocator observed (block events: kernel extents end at the tensor's block)"},
+    {"self_time", "STREAMRACE_SELF_TIME", "0|1", "0",
+     "print on stderr at exit (and keep as a notice) the time spent in the tracer's own code, by part: CUDA "
+     "callbacks, NCCL calls, allocator events, Python and native stacks (for overhead measurements)"},
     {"disable", "STREAMRACE_DISABLE", "0|1", "0", "1: the library does nothing"},
     {"precise", "STREAMRACE_PRECISE", "all|regex:RE|names:FILE", "(off)",
      "precise mode: the Compute Sanitizer API instead of CUPTI, for these kernels"},

@@ -26,6 +26,7 @@ for line in \
   "  timing=0|1  (STREAMRACE_TIMING, --timing; default 0)" \
   "  host_accesses=0|1  (STREAMRACE_HOST_ACCESSES, --host-accesses; default 0)" \
   "  torch_allocator=0|1  (STREAMRACE_TORCH_ALLOCATOR, --torch-allocator 0|1; default 1)" \
+  "  self_time=0|1  (STREAMRACE_SELF_TIME; default 0)" \
   "  disable=0|1  (STREAMRACE_DISABLE; default 0)" \
   "  precise=all|regex:RE|names:FILE  (STREAMRACE_PRECISE, --precise[=all|auto|REGEX]; default (off))" \
   "  precise_start=load|init  (STREAMRACE_PRECISE_START, --precise-start WHEN; default load)" \
@@ -81,7 +82,7 @@ check "torch_allocator=0 in STREAMRACE_OPTIONS" "0" "$out"
 
 err=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none bogus=1" "$sr" run -- true 2>&1)
 rc=$?
-check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind kernel_signatures timing host_accesses torch_allocator disable precise precise_start precise_patches precise_module_filter precise_debug)" "$rc: $err"
+check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind kernel_signatures timing host_accesses torch_allocator self_time disable precise precise_start precise_patches precise_module_filter precise_debug)" "$rc: $err"
 err=$("${clean[@]}" "$sr" run --confirm --precise=all -- true 2>&1)
 rc=$?
 check "--confirm with --precise: exit 2" "2: streamrace run: --confirm chooses the kernels for precise mode itself; leave out --precise" "$rc: $err"

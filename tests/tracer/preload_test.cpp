@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "tests/tracer/trace_contents.h"
@@ -189,6 +190,35 @@ TEST_F(PreloadTest, NcclCallsInALocalScopeReachTheRealLibraryAndTheTrace) {
   EXPECT_EQ(bc.stream, trace::legacy_stream(1));  // stream 0 on the communicator's device
   EXPECT_EQ(bc.datatype, trace::NcclType::kInt64);
   EXPECT_EQ(bc.root_or_peer, 0);
+}
+
+// self_time=1 (for the overhead benchmarks): the tracer's own time by part, on stderr and as a
+// notice in the trace, with the exact number of timed calls of each part; off, nothing.
+TEST_F(PreloadTest, SelfTimeCountsEachPartOfTheTracersOwnWork) {
+  const std::string app = "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "'";
+  auto off = run("RANK=1", app);
+  ASSERT_EQ(off.rc, 0) << off.err;
+  EXPECT_EQ(off.err, "");
+  fs::remove_all(traces_);
+  fs::create_directories(traces_);
+  auto r = run("RANK=1 STREAMRACE_SELF_TIME=1", app);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  // No CUDA call (the fake framework makes NCCL calls only); 4 NCCL calls recorded; a stack
+  // for each of them and the 2 communicator inits: a Python attempt (no interpreter), then native.
+  const std::regex line(
+      "streamrace \\(pid [0-9]+\\): (self time \\(1 threads\\): cupti 0 calls 0\\.000 ms \\(0 ns each\\); "
+      "nccl 4 calls [0-9.]+ ms \\([0-9]+ ns each\\); allocator 0 calls 0\\.000 ms \\(0 ns each\\); "
+      "python 6 calls [0-9.]+ ms \\([0-9]+ ns each\\); native 6 calls [0-9.]+ ms \\([0-9]+ ns each\\))\n");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(r.err, m, line)) << r.err;
+  auto files = trace_files();
+  ASSERT_EQ(files.size(), 1u);
+  auto t = read_trace(files[0].string());
+  std::vector<std::string> notices;
+  for (const auto& n : t.of(RecordKind::kNotice))
+    notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+  ASSERT_EQ(notices.size(), 1u);
+  EXPECT_EQ(notices[0], m[1].str());
 }
 
 // The ways a process leaves (issue #13): each gives the program's own status, and every

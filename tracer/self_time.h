@@ -1,0 +1,48 @@
+// SelfTime: where the tracer's own time goes, for the overhead benchmarks (setting
+// `self_time`, off by default). With it on, each part below is timed on the thread that runs it
+// (the CPU's time-stamp counter, converted to nanoseconds at exit) and the totals are printed
+// on stderr at exit and kept as a notice in the trace:
+//   cupti      the CUPTI callbacks, enter and exit (everything the tracer does for a CUDA call,
+//              stacks included); CUPTI's own dispatch around them is not in it (an empty
+//              subscriber, bench/cupti_floor, measures that)
+//   nccl       the recording of an intercepted NCCL call (the call itself excluded)
+//   allocator  PyTorch caching-allocator events (the tracker callback)
+//   python     Python stacks (inside the parts above): call-site key, cache, C-API walks
+//   native     native stacks (inside the parts above)
+// Counters are per thread, written only by their thread and never freed (a thread that exited
+// still counts); reading them at exit is a relaxed load.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace streamrace::tracer::self_time {
+
+enum Part : int { kCupti, kNccl, kAllocator, kPython, kNative, kParts };
+
+// Read once from the `self_time` setting.
+bool enabled();
+// The time-stamp counter (or the monotonic clock in nanoseconds where there is none).
+uint64_t now_ticks();
+// Adds one timed call of `part` to the calling thread's counters.
+void add(Part part, uint64_t ticks);
+// "self time: cupti 1234 calls 5.6 ms (4.5 us each), ...": the totals so far.
+std::string summary();
+
+// Times its scope when self-timing is on; costs one load of a flag otherwise.
+class Scope {
+ public:
+  explicit Scope(Part part) : part_(part), t0_(enabled() ? now_ticks() : 0) {}
+  ~Scope() {
+    if (t0_ != 0) add(part_, now_ticks() - t0_);
+  }
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+ private:
+  Part part_;
+  uint64_t t0_;
+};
+
+}  // namespace streamrace::tracer::self_time
