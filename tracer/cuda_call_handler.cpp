@@ -319,12 +319,16 @@ void CudaCallHandler::emit(const CudaCall& call, const Emission& e) {
     }
     case CallKind::kKernelLaunch:
       return kernel(call, e, stream(), device());
-    case CallKind::kGraphLaunch:
+    case CallKind::kGraphLaunch: {
+      // A graph node's findings show the launch's stack beside the capture's: PyTorch's
+      // CUDAGraph.replay() releases the GIL around cudaGraphLaunch, like its kernel launches.
+      GilScope python_stack_matters;
       return record<GraphLaunch>(e.api, [&](auto& r) {
         r.graph_exec = call.ptr;
         r.stream = stream();
         r.correlation = e.correlation;
       });
+    }
     case CallKind::kStreamCapture:
       if (e.result != 0 && call.capture_begin) return;  // no capture began
       return record<StreamCapture>(e.api, [&](auto& r) {

@@ -39,7 +39,7 @@ NCCL_LINKDIR=${NCCL_LINKDIR:-$NCCL_LIBDIR}
 pids=()
 for f in samples/cuda/*.cu; do
   b=$(basename $f .cu); extra=""
-  [ $b = nccl_allreduce ] && extra="-I$NCCL_INC -L$NCCL_LINKDIR -lnccl -Xlinker -rpath,$NCCL_LIBDIR"
+  case $b in *nccl_allreduce) extra="-I$NCCL_INC -L$NCCL_LINKDIR -lnccl -Xlinker -rpath,$NCCL_LIBDIR" ;; esac
   timeout 180 nvcc -O2 -arch=sm_90 -std=c++17 -cudart shared -o /tmp/sr_samples/$b $f $extra \
     -Xlinker -rpath,/usr/local/cuda/lib64 &
   pids+=($!)
