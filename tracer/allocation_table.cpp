@@ -6,9 +6,32 @@
 
 namespace streamrace::tracer {
 
+namespace {
+std::atomic<uint64_t> g_next_table_uid{1};
+
+// The calling thread's recent answers, direct-mapped by 2 MiB granule of the address looked up.
+struct FindCache {
+  struct Slot {
+    uint64_t table = 0, version = 0, granule = ~0ull;
+    LiveAllocation a;
+  };
+  static constexpr int kBits = 10;
+  Slot slots[1 << kBits];
+  static uint64_t granule_of(uint64_t addr) { return addr >> 21; }
+  Slot& slot_for(uint64_t addr) { return slots[granule_of(addr) & ((1u << kBits) - 1)]; }
+};
+FindCache& find_cache() {
+  thread_local FindCache c;
+  return c;
+}
+}  // namespace
+
+AllocationTable::AllocationTable() : uid_(g_next_table_uid.fetch_add(1)) {}
+
 void AllocationTable::insert(const LiveAllocation& a) {
   if (a.bytes == 0) return;
   std::unique_lock lock(mu_);
+  version_.fetch_add(1, std::memory_order_release);
   by_base_[a.base] = a;
   if (a.base < lo_.load()) lo_.store(a.base);
   if (a.base + a.bytes > hi_.load()) hi_.store(a.base + a.bytes);
@@ -18,6 +41,7 @@ std::optional<LiveAllocation> AllocationTable::erase(uint64_t base) {
   std::unique_lock lock(mu_);
   auto it = by_base_.find(base);
   if (it == by_base_.end()) return std::nullopt;
+  version_.fetch_add(1, std::memory_order_release);
   LiveAllocation a = it->second;
   by_base_.erase(it);
   return a;
@@ -25,13 +49,31 @@ std::optional<LiveAllocation> AllocationTable::erase(uint64_t base) {
 
 void AllocationTable::erase_range(uint64_t base, uint64_t bytes) {
   std::unique_lock lock(mu_);
+  version_.fetch_add(1, std::memory_order_release);
   auto it = by_base_.lower_bound(base);
   while (it != by_base_.end() && it->first < base + bytes) it = by_base_.erase(it);
 }
 
 std::optional<LiveAllocation> AllocationTable::find(uint64_t addr) const {
   if (!maybe_contains(addr)) return std::nullopt;
+  FindCache::Slot& s = find_cache().slot_for(addr);
+  if (s.table == uid_ && s.granule == FindCache::granule_of(addr) &&
+      s.version == version_.load(std::memory_order_acquire) && addr - s.a.base < s.a.bytes)
+    return s.a;
+  uint64_t version = 0;
+  auto found = find_locked(addr, version);
+  if (found) {
+    s.table = uid_;
+    s.version = version;
+    s.granule = FindCache::granule_of(addr);
+    s.a = *found;
+  }
+  return found;
+}
+
+std::optional<LiveAllocation> AllocationTable::find_locked(uint64_t addr, uint64_t& version) const {
   std::shared_lock lock(mu_);
+  version = version_.load(std::memory_order_relaxed);
   auto it = by_base_.upper_bound(addr);
   if (it == by_base_.begin()) return std::nullopt;
   --it;

@@ -1,7 +1,11 @@
 // AllocationTable: the live device, pinned-host, managed and mapped allocations of the
 // process, as the tracer saw them created. Kernel argument scanning asks it whether a
 // parameter word points into live memory; memcpy records ask it what kind of memory an
-// address is. Reads vastly outnumber writes, hence the shared lock.
+// address is. Reads vastly outnumber writes, hence the shared lock, and a per-thread cache of
+// recent answers in front of it: a launch's pointer arguments fall into the same few
+// caching-allocator segments again and again, and allocations change rarely once a training
+// loop runs. A cached answer is used only while the table is unchanged since it was looked up
+// (a version counter every insert and erase advances).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +27,7 @@ struct LiveAllocation {
 
 class AllocationTable {
  public:
+  AllocationTable();
   void insert(const LiveAllocation& a);
   // Removes the allocation starting at `base`; returns it if there was one.
   std::optional<LiveAllocation> erase(uint64_t base);
@@ -39,8 +44,12 @@ class AllocationTable {
   static trace::MemKind mem_kind_of(trace::AllocKind k);
 
  private:
+  std::optional<LiveAllocation> find_locked(uint64_t addr, uint64_t& version) const;
+
   mutable std::shared_mutex mu_;
   std::map<uint64_t, LiveAllocation> by_base_;
+  const uint64_t uid_;                  // tells this table's cache entries from another's
+  std::atomic<uint64_t> version_{1};    // advanced under the unique lock by every change
   std::atomic<uint64_t> lo_{~0ull};
   std::atomic<uint64_t> hi_{0};
 };

@@ -5,7 +5,7 @@ namespace streamrace::tracer {
 
 uint32_t StringTable::intern(std::string_view s) {
   std::lock_guard lock(mu_);
-  auto it = ids_.find(std::string(s));
+  auto it = ids_.find(s);
   if (it != ids_.end()) return it->second;
   uint32_t id = next_++;
   ids_.emplace(std::string(s), id);

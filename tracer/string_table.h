@@ -20,8 +20,13 @@ class StringTable {
   std::vector<std::pair<uint32_t, std::string>> take_pending();
 
  private:
+  // Looked up by string_view: a known string costs no allocation.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   std::mutex mu_;
-  std::unordered_map<std::string, uint32_t> ids_;
+  std::unordered_map<std::string, uint32_t, Hash, std::equal_to<>> ids_;
   std::vector<std::pair<uint32_t, std::string>> pending_;
   uint32_t next_ = 1;
 };

@@ -216,6 +216,19 @@ bool TorchAllocatorHook::validate(int, uint64_t addr, uint64_t size) {
   return handler_.allocations().find(addr + size - 1).has_value();
 }
 
+uint32_t TorchAllocatorHook::api_id(TraceRecorder& rec, int action) {
+  if (api_uid_.load(std::memory_order_acquire) != rec.uid()) {
+    for (auto& id : api_ids_) id.store(0, std::memory_order_relaxed);
+    api_uid_.store(rec.uid(), std::memory_order_release);
+  }
+  uint32_t id = api_ids_[action].load(std::memory_order_relaxed);
+  if (id == 0) {
+    id = rec.strings().intern(kApiNames[action]);
+    api_ids_[action].store(id, std::memory_order_relaxed);
+  }
+  return id;
+}
+
 void TorchAllocatorHook::on_entry(int action, int device, uint64_t addr, uint64_t size, uint64_t stream) {
   if (state_.load(std::memory_order_relaxed) != kAttached) return;
   try {
@@ -248,7 +261,7 @@ void TorchAllocatorHook::on_entry(int action, int device, uint64_t addr, uint64_
     r.action = trace::BlockAction(action + 1);
     r.allocator = trace::BlockAllocator::kTorchCaching;
     TraceRecorder& rec = handler_.recorder();
-    const uint32_t api = rec.strings().intern(kApiNames[action]);
+    const uint32_t api = api_id(rec, action);
     // Only a free's stack is ever shown (the "freed at" line of a use-after-reuse); the
     // others would cost a stack walk per tensor for nothing.
     r.call = rec.call(api, action == 1 ? handler_.capture_stack() : 0);

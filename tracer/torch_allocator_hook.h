@@ -26,6 +26,7 @@
 namespace streamrace::tracer {
 
 class CudaCallHandler;
+class TraceRecorder;
 
 // What one PyTorch version's allocator looks like from outside.
 struct TorchAllocatorLayout {
@@ -61,10 +62,14 @@ class TorchAllocatorHook {
   CudaCallHandler& handler_;
   std::atomic<int> state_{kWaiting};
   std::atomic<int> validated_{0};    // 1: an event matched a traced allocation
+  // The interned name of each action's record, for the recorder whose uid is api_uid_ (an
+  // event per tensor: interning the name each time took a lock and a string per event).
+  uint32_t api_id(TraceRecorder& rec, int action);
+  std::atomic<uint64_t> api_uid_{0};
+  std::atomic<uint32_t> api_ids_[8] = {};
   std::atomic<int> mismatches_{0};
   std::atomic<unsigned long long> seen_loads_{0};  // load count at a look that found no libc10_cuda.so
   const TorchAllocatorLayout* layout_ = nullptr;
-  uint32_t api_ids_[8] = {};
 };
 
 }  // namespace streamrace::tracer

@@ -1,0 +1,125 @@
+// The tracer's per-call cost on its hot path, on the CPU: CudaCallHandler driven by the
+// callbacks CUPTI makes for a kernel launch (runtime enter, driver enter and exit, runtime
+// exit), as in tests/tracer/cuda_call_handler_test.cpp, with stacks off (StackCapture has its
+// own benchmark: bench/native_stack_cost.cpp). The kernel takes POINTERS pointer arguments into
+// ALLOCATIONS live allocations, round robin over FUNCTIONS kernels; a copy (cudaMemcpyAsync,
+// device to device) every 4th launch. Prints ns per launch (4 callbacks) and per callback;
+// run it under `perf record` to see where the time goes.
+//
+//   streamrace-handler-cost [LAUNCHES] [POINTERS] [ALLOCATIONS] [FUNCTIONS]
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+#include <generated_cuda_meta.h>
+#include <generated_cuda_runtime_api_meta.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "tracer/allocation_table.h"
+#include "tracer/cuda_call_handler.h"
+#include "tracer/cuda_queries.h"
+#include "tracer/thread_state.h"
+#include "tracer/trace_recorder.h"
+
+using namespace streamrace;
+using namespace streamrace::tracer;
+
+namespace {
+
+class BenchQueries : public CudaQueries {
+ public:
+  size_t pointers = 4;
+  uint32_t device_of_context(uint64_t) override { return 0; }
+  bool param_layout(uint64_t, bool, std::vector<ParamSlot>& out) override {
+    out.clear();
+    for (size_t i = 0; i < pointers + 1; ++i) out.push_back(ParamSlot{uint32_t(i * 8), 8});
+    return true;
+  }
+  trace::MemKind memory_kind(uint64_t) override { return trace::MemKind::kDevice; }
+};
+
+double now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const long launches = argc > 1 ? std::atol(argv[1]) : 2000000;
+  const size_t pointers = argc > 2 ? size_t(std::atol(argv[2])) : 4;
+  const size_t allocations = argc > 3 ? size_t(std::atol(argv[3])) : 2000;
+  const size_t functions = argc > 4 ? size_t(std::atol(argv[4])) : 200;
+  const auto dir = std::filesystem::temp_directory_path() / ("sr_handler_cost_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  RecorderOptions o;
+  o.path = (dir / "t.srace").string();
+  o.header_provider = [] {
+    trace::TraceHeader h;
+    h.producer = "handler cost";
+    return h;
+  };
+  TraceRecorder rec(o);
+  AllocationTable allocs;
+  BenchQueries queries;
+  queries.pointers = pointers;
+  CudaCallHandler handler(rec, allocs, queries, nullptr);
+  thread_state() = TracerThreadState{};
+  auto call = [&](ApiDomain d, bool enter, uint32_t cbid, const char* sym, const void* p, uint32_t corr) {
+    handler.on_call(ApiCall{d, enter, cbid, sym, p, 0, corr, 0x100});
+  };
+  // Live allocations of 2 MiB (the caching allocator's small segment), back to back.
+  std::vector<uint64_t> bases;
+  for (size_t i = 0; i < allocations; ++i) {
+    uint64_t ptr = 0x7000'0000'0000ull + i * (2ull << 20);
+    void* p = reinterpret_cast<void*>(ptr);
+    cudaMalloc_v3020_params m{&p, 2u << 20};
+    call(ApiDomain::kRuntime, true, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, nullptr, &m, 1);
+    call(ApiDomain::kRuntime, false, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, nullptr, &m, 1);
+    bases.push_back(ptr);
+  }
+  std::vector<uint64_t> slots(pointers + 1);
+  std::vector<void*> args(pointers + 1);
+  for (size_t i = 0; i < args.size(); ++i) args[i] = &slots[i];
+  std::vector<std::string> names;
+  for (size_t f = 0; f < functions; ++f) names.push_back("_Z7kernel" + std::to_string(f) + "PfS_");
+  const cudaStream_t stream = reinterpret_cast<cudaStream_t>(0x5000);
+  const double t0 = now_ns();
+  for (long i = 0; i < launches; ++i) {
+    for (size_t s = 0; s < pointers; ++s) slots[s] = bases[(size_t(i) * 7 + s * 13) % bases.size()] + 256;
+    slots[pointers] = 1024;
+    const size_t f = size_t(i) % functions;
+    const uint64_t func = 0xF000 + f;
+    const uint32_t corr = uint32_t(2 * i + 2);
+    cudaLaunchKernel_v7000_params rp{reinterpret_cast<void*>(0xA000 + f), dim3(8), dim3(256), args.data(), 0, stream};
+    cuLaunchKernel_params dp{reinterpret_cast<CUfunc_st*>(func), 8, 1, 1, 256, 1, 1, 0,
+                             reinterpret_cast<CUstream_st*>(stream), args.data(), nullptr};
+    call(ApiDomain::kRuntime, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, nullptr, &rp, corr);
+    call(ApiDomain::kDriver, true, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, names[f].c_str(), &dp, corr + 1);
+    call(ApiDomain::kDriver, false, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, names[f].c_str(), &dp, corr + 1);
+    call(ApiDomain::kRuntime, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, names[f].c_str(), &rp, corr);
+    if (i % 4 == 3) {
+      cudaMemcpyAsync_v3020_params cp{reinterpret_cast<void*>(bases[i % bases.size()]),
+                                      reinterpret_cast<const void*>(bases[(i + 1) % bases.size()]), 4096,
+                                      cudaMemcpyDeviceToDevice, stream};
+      call(ApiDomain::kRuntime, true, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, nullptr, &cp, corr);
+      call(ApiDomain::kRuntime, false, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, nullptr, &cp, corr);
+    }
+  }
+  const double dt = now_ns() - t0;
+  rec.close();
+  std::filesystem::remove_all(dir);
+  const double calls = double(launches) * 4 + double(launches / 4) * 2;
+  std::printf("launches=%ld pointers=%zu allocations=%zu functions=%zu: %.1f ns per launch (with its share of copies), "
+              "%.1f ns per callback\n",
+              launches, pointers, allocations, functions, dt / double(launches), dt / calls);
+  return 0;
+}

@@ -1,0 +1,70 @@
+// AllocationTable: lookups, and the per-thread cache in front of them never answering from
+// a table state that has changed (erase, insert over a freed range, unmapped ranges, another
+// table, another thread).
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "tracer/allocation_table.h"
+
+namespace streamrace::tracer {
+namespace {
+
+LiveAllocation dev(uint64_t base, uint64_t bytes, uint32_t device = 0) {
+  return LiveAllocation{base, bytes, trace::AllocKind::kDevice, device};
+}
+
+TEST(AllocationTable, FindsTheAllocationHoldingAnAddressAndNothingOutside) {
+  AllocationTable t;
+  t.insert(dev(0x10000, 0x1000));
+  t.insert(dev(0x20000, 0x100));
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass is answered from the cache
+    ASSERT_TRUE(t.find(0x10000).has_value());
+    EXPECT_EQ(t.find(0x10fff)->base, 0x10000u);
+    EXPECT_FALSE(t.find(0x11000).has_value());
+    EXPECT_FALSE(t.find(0xffff).has_value());
+    EXPECT_EQ(t.find(0x200ff)->base, 0x20000u);
+    EXPECT_FALSE(t.find(0x20100).has_value());
+  }
+}
+
+TEST(AllocationTable, AnEraseIsSeenAtOnceThoughTheAnswerWasCached) {
+  AllocationTable t;
+  t.insert(dev(0x7000'0000, 1 << 20));
+  ASSERT_TRUE(t.find(0x7000'0100).has_value());
+  ASSERT_TRUE(t.find(0x7000'0100).has_value());
+  ASSERT_TRUE(t.erase(0x7000'0000).has_value());
+  EXPECT_FALSE(t.find(0x7000'0100).has_value());
+  // The same bytes handed out again, smaller and on another device.
+  t.insert(dev(0x7000'0000, 0x80, 3));
+  ASSERT_TRUE(t.find(0x7000'0040).has_value());
+  EXPECT_EQ(t.find(0x7000'0040)->device, 3u);
+  EXPECT_FALSE(t.find(0x7000'0100).has_value());
+  t.erase_range(0x7000'0000, 0x1000);
+  EXPECT_FALSE(t.find(0x7000'0040).has_value());
+}
+
+TEST(AllocationTable, TwoTablesInOneThreadKeepTheirOwnAnswers) {
+  auto a = std::make_unique<AllocationTable>();
+  a->insert(dev(0x9000'0000, 0x1000, 1));
+  ASSERT_EQ(a->find(0x9000'0010)->device, 1u);
+  a.reset();
+  AllocationTable b;  // may well live where `a` did
+  EXPECT_FALSE(b.find(0x9000'0010).has_value());
+  b.insert(dev(0x9000'0000, 0x1000, 2));
+  EXPECT_EQ(b.find(0x9000'0010)->device, 2u);
+}
+
+TEST(AllocationTable, AnotherThreadsEraseReachesThisThreadsCache) {
+  AllocationTable t;
+  t.insert(dev(0x5000'0000, 0x1000));
+  ASSERT_TRUE(t.find(0x5000'0010).has_value());
+  std::thread([&] {
+    ASSERT_TRUE(t.find(0x5000'0010).has_value());
+    t.erase(0x5000'0000);
+  }).join();
+  EXPECT_FALSE(t.find(0x5000'0010).has_value());
+}
+
+}  // namespace
+}  // namespace streamrace::tracer
