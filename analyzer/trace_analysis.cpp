@@ -86,7 +86,8 @@ void TraceAnalysis::run() {
   if (precise_graph_kernels_)
     notices_.push_back({"warning", path_,
                         fmt::format("{} kernel nodes of CUDA graphs ran without measured accesses: precise mode does "
-                                    "not measure graph nodes yet (their launches are analysed without them)",
+                                    "not measure graph nodes yet; their accesses are the default tier's (pointer "
+                                    "arguments, possible findings at most)",
                                     precise_graph_kernels_)});
   summary_.records = stream.read_stats().records;
   summary_.complete = stream.read_stats().complete;
@@ -342,24 +343,26 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     // (none: it touched no global memory). An interval whose budget overflowed is a whole
     // region with unknown direction, as in the default tier.
     auto it = precise_.find(k.correlation);
-    if (it == precise_.end()) {
-      precise_graph_kernels_ += current_launch_ != 0;
+    if (it != precise_.end()) {
+      for (const KernelAccess& ka : it->second) {
+        AccessEpoch e = base;
+        e.addr = ka.addr;
+        e.bytes = ka.bytes;
+        if (ka.overflowed) {
+          e.maybe_write = true;
+        } else {
+          e.write = ka.dir != AccessDir::kRead;
+          e.also_reads = ka.dir == AccessDir::kReadWrite;
+        }
+        apply_one(s, e);
+      }
+      if (!current_launch_) precise_.erase(it);
       return;
     }
-    for (const KernelAccess& ka : it->second) {
-      AccessEpoch e = base;
-      e.addr = ka.addr;
-      e.bytes = ka.bytes;
-      if (ka.overflowed) {
-        e.maybe_write = true;
-      } else {
-        e.write = ka.dir != AccessDir::kRead;
-        e.also_reads = ka.dir == AccessDir::kReadWrite;
-      }
-      apply_one(s, e);
-    }
-    if (!current_launch_) precise_.erase(it);
-    return;
+    if (current_launch_ == 0) return;
+    // A kernel node of a graph launch: precise mode measures no graph node yet, so its
+    // accesses are the default tier's below (its pointer arguments, possible), never none.
+    ++precise_graph_kernels_;
   }
   base.maybe_write = true;
   size_t n = std::min<size_t>(k.nptrs, tail.size() / sizeof(uint64_t));

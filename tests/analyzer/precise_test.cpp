@@ -5,6 +5,8 @@
 // slices (clean); and the same programs in the default tier, where they are only possible.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "support/trace_test_support.h"
 
 namespace streamrace {
@@ -145,6 +147,56 @@ TEST(Precise, OverflowedIntervalIsARegionOfUnknownDirection) {
   ASSERT_EQ(degraded.findings.size(), 1u);
   EXPECT_EQ(degraded.findings[0].confidence, Confidence::kPossible);
   EXPECT_EQ(degraded.findings[0].earlier.direction, "read or write");
+}
+
+// Precise mode measures no kernel node of a CUDA graph: such a node's accesses fall back to the
+// default tier (its pointer arguments, a possible finding), with a notice, and never to none.
+analysis::AnalysisResult graph_node_program(bool ordered) {
+  testing::TempDir dir;
+  std::string path = dir.file("g.srace");
+  {
+    auto header = TraceBuilder::default_header(0);
+    header.mode = "precise";
+    TraceBuilder t(path, header);
+    uint64_t a = t.create_stream(), b = t.create_stream();
+    uint64_t buf = t.alloc(kBuf);
+    const uint64_t graph = 0x6100, exec = 0x6a00;
+    t.capture(a, true);
+    t.at("step.py", 10, "capture").kernel(a, "fill_kernel", {buf}, 0, trace::kKernelPrecise | trace::kKernelArgsScanned);
+    t.capture(a, false, graph);
+    t.instantiate(graph, exec, 0);
+    t.at("step.py", 20, "replay").graph_launch(a, exec);
+    if (ordered) {
+      uint64_t e = t.create_event();
+      t.record_event(e, a);
+      t.wait_event(b, e);
+    }
+    t.at("step.py", 21, "zero").memset(b, buf + 100, 8);
+  }
+  return testing::analyze_files({path});
+}
+
+TEST(Precise, AGraphKernelNodeFallsBackToItsPointerArgumentsWithANotice) {
+  auto r = graph_node_program(false);
+  ASSERT_EQ(r.findings.size(), 1u);
+  const auto& f = r.findings[0];
+  EXPECT_EQ(f.kind, RaceKind::kWriteAfterWrite);
+  EXPECT_EQ(f.confidence, Confidence::kPossible);
+  EXPECT_EQ(f.earlier.op, "fill_kernel");
+  EXPECT_EQ(f.earlier.direction, "read or write");
+  EXPECT_EQ(f.later.op, "cudaMemsetAsync");
+  std::vector<std::string> texts;
+  for (const auto& n : r.notices) texts.push_back(n.text);
+  EXPECT_NE(std::find(texts.begin(), texts.end(),
+                      "1 kernel nodes of CUDA graphs ran without measured accesses: precise mode does not measure "
+                      "graph nodes yet; their accesses are the default tier's (pointer arguments, possible findings "
+                      "at most)"),
+            texts.end());
+}
+
+TEST(Precise, AGraphKernelNodeOrderedBeforeTheWriteIsClean) {
+  auto r = graph_node_program(true);
+  EXPECT_TRUE(r.findings.empty());
 }
 
 }  // namespace
