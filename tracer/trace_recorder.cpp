@@ -191,6 +191,10 @@ void TraceRecorder::flush_locked(bool nonblocking) {
       if (!b->chunk.empty()) {
         drained.emplace_back();
         std::swap(drained.back(), b->chunk);
+        if (!dead && !spare_chunks_.empty()) {
+          std::swap(b->chunk, spare_chunks_.back());
+          spare_chunks_.pop_back();
+        }
       }
       lock.unlock();
       if (dead) {
@@ -229,6 +233,13 @@ void TraceRecorder::flush_locked(bool nonblocking) {
       c.append_to(merged);
     }
     if (!merged.empty()) writer_->write_chunk(merged);
+    // Keep a few of the drained buffers (cleared, their capacity kept) for the threads.
+    for (auto& c : drained) {
+      if (spare_chunks_.size() >= kSpareChunks) break;
+      if (c.bytes() > opts_.handoff_bytes * 2) continue;  // an outsized one is let go
+      c.clear();
+      spare_chunks_.push_back(std::move(c));
+    }
   } catch (const std::exception& e) {
     failed_.store(true);
     std::fprintf(stderr, "streamrace: writing trace %s failed: %s\n", opts_.path.c_str(), e.what());

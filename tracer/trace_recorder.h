@@ -119,6 +119,11 @@ class TraceRecorder {
   std::vector<std::pair<pid_t, uint32_t>> foreign_threads_;  // thread_index_of for threads without a buffer
 
   std::mutex flush_mu_;
+  // Drained thread buffers, written and cleared, handed back to threads at the next drain
+  // (under flush_mu_): a thread appends into memory it already has, instead of growing a new
+  // buffer from nothing after every flush (page faults and copies on the calling thread).
+  std::vector<trace::ChunkBuilder> spare_chunks_;
+  static constexpr size_t kSpareChunks = 4;
   std::unique_ptr<trace::TraceWriter> writer_;
   std::string capture_status_ = "ok";
   uint64_t dropped_reported_ = 0;
