@@ -1,0 +1,453 @@
+// WindowedTraceWriter: see windowed_trace_writer.h.
+#include "tracer/windowed_trace_writer.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+namespace streamrace::tracer {
+
+using trace::CaptureAction;
+using trace::CaptureMark;
+using trace::ChunkBuilder;
+using trace::RecordKind;
+using trace::RecordView;
+
+namespace {
+
+trace::CaptureReason reason_of(const CaptureOptions& o) {
+  if (o.ring) return trace::CaptureReason::kRing;
+  switch (o.window) {
+    case CaptureOptions::Window::kSteps: return trace::CaptureReason::kSteps;
+    case CaptureOptions::Window::kNvtxRange: return trace::CaptureReason::kNvtxRange;
+    case CaptureOptions::Window::kProfiler: return trace::CaptureReason::kProfiler;
+    case CaptureOptions::Window::kAll: break;
+  }
+  return trace::CaptureReason::kSteps;
+}
+
+template <typename F>
+void for_each_record(std::span<const uint8_t> payload, F&& fn) {
+  size_t at = 0;
+  while (at + sizeof(trace::RecordPrefix) <= payload.size()) {
+    trace::RecordPrefix p;
+    std::memcpy(&p, payload.data() + at, sizeof p);
+    at += sizeof p;
+    if (at + p.body_size > payload.size()) return;  // never: the recorder framed it
+    fn(RecordKind(p.kind), payload.subspan(at, p.body_size));
+    at += p.body_size;
+  }
+}
+
+bool is_call(RecordKind k, size_t body) { return trace::has_call_info(k) && body >= sizeof(trace::CallInfo); }
+
+uint64_t seq_of(std::span<const uint8_t> body) {
+  uint64_t s;
+  std::memcpy(&s, body.data(), sizeof s);
+  return s;
+}
+
+// Adds a call record to `out` with its seq replaced.
+void add_renumbered(ChunkBuilder& out, RecordKind kind, std::span<const uint8_t> body, uint64_t seq) {
+  out.add_raw(kind, &seq, sizeof seq, body.data() + sizeof seq, body.size() - sizeof seq);
+}
+
+}  // namespace
+
+WindowedTraceWriter::WindowedTraceWriter(CaptureOptions opts, std::string path, std::function<trace::TraceHeader()> header)
+    : opts_(std::move(opts)), path_(std::move(path)), header_(std::move(header)), reason_(reason_of(opts_)) {
+  if (is_ring()) {
+    ring_dir_ = path_ + ".ring";
+  } else if (opts_.window == CaptureOptions::Window::kAll) {
+    open_ = true;  // never: a writer is made only for an active policy
+  }
+}
+
+WindowedTraceWriter::~WindowedTraceWriter() = default;
+
+CaptureMark WindowedTraceWriter::mark(const trace::CallInfo& c, CaptureAction a, uint64_t seq) const {
+  CaptureMark m{};
+  m.call = c;
+  m.call.seq = seq;
+  m.step = step_;
+  m.action = a;
+  m.reason = reason_;
+  return m;
+}
+
+bool WindowedTraceWriter::ensure_file() {
+  if (file_) return true;
+  if (failed_) return false;
+  try {
+    trace::TraceHeader h = header_ ? header_() : trace::TraceHeader{};
+    h.extra["capture"] = opts_.describe();
+    h.extra["step_range"] = opts_.step_range;
+    file_ = std::make_unique<trace::TraceWriter>(path_, h);
+    created_ = true;
+    return true;
+  } catch (const std::exception& e) {
+    failed_ = true;
+    std::fprintf(stderr, "streamrace: cannot write trace %s: %s\n", path_.c_str(), e.what());
+    return false;
+  }
+}
+
+void WindowedTraceWriter::write_out(const ChunkBuilder& c) {
+  if (c.empty() || !ensure_file()) return;
+  try {
+    file_->write_chunk(c);
+  } catch (const std::exception& e) {
+    failed_ = true;
+    std::fprintf(stderr, "streamrace: writing trace %s failed: %s\n", path_.c_str(), e.what());
+    file_.reset();
+  }
+}
+
+void WindowedTraceWriter::flush_pending_out() {
+  if (is_ring()) {
+    if (!seg_out_.empty() && !segments_.empty() && segments_.back().writer) {
+      try {
+        segments_.back().writer->write_chunk(seg_out_);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "streamrace: writing ring segment %s failed: %s\n", segments_.back().path.c_str(), e.what());
+      }
+    }
+    seg_out_.clear();
+    return;
+  }
+  write_out(out_);
+  out_.clear();
+}
+
+void WindowedTraceWriter::definitions(const ChunkBuilder& defs) {
+  if (defs.empty()) return;
+  seen_any_ = true;
+  if (is_ring()) {
+    defs.append_to(defs_);
+  } else {
+    flush_pending_out();  // records already taken were defined by earlier chunks
+    write_out(defs);
+  }
+}
+
+void WindowedTraceWriter::boundary(const CaptureBoundary& b) {
+  seen_any_ = true;
+  boundaries_.push_back(b);
+}
+
+std::optional<uint64_t> WindowedTraceWriter::written_seq(uint64_t s) const {
+  auto it = std::upper_bound(intervals_.begin(), intervals_.end(), s,
+                             [](uint64_t v, const Interval& i) { return v < i.old_begin; });
+  if (it == intervals_.begin()) return std::nullopt;
+  --it;
+  if (s >= it->old_end) return std::nullopt;
+  return it->new_begin + (s - it->old_begin);
+}
+
+void WindowedTraceWriter::records(const std::vector<ChunkBuilder>& drained, uint64_t horizon, bool final) {
+  std::vector<Pending> batch;
+  batch.swap(held_);
+  for (const auto& chunk : drained) {
+    for_each_record(chunk.payload(), [&](RecordKind kind, std::span<const uint8_t> body) {
+      seen_any_ = true;
+      if (!is_call(kind, body.size())) {
+        process_other(kind, body);
+        return;
+      }
+      uint64_t seq = seq_of(body);
+      auto& into = (!final && seq >= horizon) ? held_ : batch;
+      into.push_back(Pending{seq, kind, std::vector<uint8_t>(body.begin(), body.end())});
+    });
+  }
+  if (!final) {
+    // Held records from an earlier flush may still be above the horizon.
+    auto keep = std::stable_partition(batch.begin(), batch.end(), [&](const Pending& p) { return p.seq < horizon; });
+    for (auto it = keep; it != batch.end(); ++it) held_.push_back(std::move(*it));
+    batch.erase(keep, batch.end());
+  }
+  std::stable_sort(batch.begin(), batch.end(), [](const Pending& a, const Pending& b) { return a.seq < b.seq; });
+  size_t next = 0;
+  for (const Pending& p : batch) {
+    while (next < boundaries_.size() && boundaries_[next].call.seq <= p.seq) apply(boundaries_[next++]);
+    process_call(p);
+    if (seg_out_.bytes() > (8u << 20) || out_.bytes() > (8u << 20)) flush_pending_out();
+  }
+  while (next < boundaries_.size() && (final || boundaries_[next].call.seq < horizon)) apply(boundaries_[next++]);
+  boundaries_.erase(boundaries_.begin(), boundaries_.begin() + long(next));
+  flush_pending_out();
+}
+
+void WindowedTraceWriter::apply(const CaptureBoundary& b) {
+  last_processed_ = std::max(last_processed_, b.call.seq);
+  if (b.action == CaptureAction::kStep) {
+    ++totals_.steps_seen;
+    step_ = b.step;
+    if (is_ring()) {
+      new_segment(b);
+      return;
+    }
+    if (opts_.window == CaptureOptions::Window::kSteps) {
+      if (!open_ && step_ >= opts_.first_step && step_ < opts_.end_step) {
+        open_window(b);
+        return;
+      }
+      if (open_ && step_ >= opts_.end_step) {
+        close_window(b);
+        ++gap_steps_;  // the step this marker begins is not written
+        return;
+      }
+    }
+    if (open_) {
+      if (auto ws = written_seq(b.call.seq)) out_.add(mark(b.call, CaptureAction::kStep, *ws));
+    } else {
+      ++gap_calls_;
+      ++gap_steps_;
+    }
+    return;
+  }
+  if (b.action == CaptureAction::kWindowOpen && !open_) {
+    open_window(b);
+  } else if (b.action == CaptureAction::kWindowClose && open_) {
+    close_window(b);
+  } else if (!open_) {
+    ++gap_calls_;  // an edge that changes nothing (the recorder sends only changes)
+  }
+}
+
+void WindowedTraceWriter::open_window(const CaptureBoundary& b) {
+  open_ = true;
+  ++totals_.windows;
+  const uint64_t seq0 = written_;
+  CaptureMark m = mark(b.call, CaptureAction::kWindowOpen, seq0);
+  m.steps_dropped = gap_steps_;
+  m.calls_left_out = gap_calls_;
+  out_.add(m);
+  const uint64_t k = live_.write_snapshot(out_, seq0 + 1);
+  out_.add(mark(b.call, CaptureAction::kStateEnd, seq0 + 1 + k));
+  intervals_.push_back(Interval{b.call.seq + 1, ~0ull, seq0 + 2 + k});
+  written_ = seq0 + 2 + k;
+  totals_.steps_dropped += gap_steps_;
+  totals_.calls_left_out += gap_calls_;
+  gap_calls_ = gap_steps_ = 0;
+}
+
+void WindowedTraceWriter::close_window(const CaptureBoundary& b) {
+  Interval& cur = intervals_.back();
+  const uint64_t ws = cur.new_begin + (b.call.seq - cur.old_begin);
+  out_.add(mark(b.call, CaptureAction::kWindowClose, ws));
+  cur.old_end = b.call.seq + 1;
+  written_ = ws + 1;
+  open_ = false;
+}
+
+void WindowedTraceWriter::process_call(const Pending& p) {
+  last_processed_ = std::max(last_processed_, p.seq);
+  RecordView v{p.kind, p.body};
+  if (is_ring()) {
+    if (segments_.empty()) new_segment(CaptureBoundary{});  // the calls before the first step marker
+    seg_out_.add_raw(p.kind, p.body.data(), p.body.size(), nullptr, 0);
+    ++segments_.back().calls;
+    return;
+  }
+  live_.observe(v);
+  if (auto ws = written_seq(p.seq)) {
+    add_renumbered(out_, p.kind, p.body, *ws);
+  } else {
+    ++gap_calls_;
+  }
+}
+
+void WindowedTraceWriter::process_other(RecordKind kind, std::span<const uint8_t> body) {
+  if (kind == RecordKind::kNotice) {
+    if (is_ring())
+      notices_.emplace_back(body.begin(), body.end());
+    else
+      out_.add_raw(kind, body.data(), body.size(), nullptr, 0);
+    return;
+  }
+  // Device timings and precise intervals belong to a launch made a little earlier: kept
+  // while the window is open (ring: always, with the segment being written).
+  if (is_ring()) {
+    if (segments_.empty()) new_segment(CaptureBoundary{});
+    seg_out_.add_raw(kind, body.data(), body.size(), nullptr, 0);
+  } else if (open_) {
+    out_.add_raw(kind, body.data(), body.size(), nullptr, 0);
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Ring
+
+void WindowedTraceWriter::new_segment(const CaptureBoundary& b) {
+  flush_pending_out();
+  if (!segments_.empty() && segments_.back().writer) {
+    try {
+      segments_.back().writer->close();
+    } catch (...) {
+    }
+    segments_.back().writer.reset();
+  }
+  if (segments_.empty() && next_segment_ == 0) ::mkdir(ring_dir_.c_str(), 0755);
+  Segment s;
+  s.path = ring_dir_ + "/segment-" + std::to_string(next_segment_++) + ".srace";
+  s.step = b.step;
+  s.begin_seq = b.call.seq;
+  s.marker = b.call;
+  try {
+    trace::TraceHeader h;
+    h.producer = "libstreamrace ring segment";
+    ::unlink(s.path.c_str());  // a stale one from a pid reused
+    s.writer = std::make_unique<trace::TraceWriter>(s.path, h);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "streamrace: cannot write ring segment: %s\n", e.what());
+  }
+  segments_.push_back(std::move(s));
+  if (b.step != trace::kNoStep) {
+    seg_out_.add(mark(b.call, CaptureAction::kStep, b.call.seq));
+    ++segments_.back().calls;
+  }
+  while (segments_.size() > opts_.ring) drop_oldest_segment();
+}
+
+void WindowedTraceWriter::drop_oldest_segment() {
+  Segment& s = segments_.front();
+  if (s.writer) {
+    try {
+      s.writer->close();
+    } catch (...) {
+    }
+    s.writer.reset();
+  }
+  try {
+    trace::TraceReader r(s.path);
+    r.for_each([&](const RecordView& v) { live_.observe(v); });
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "streamrace: reading back ring segment failed (its state is lost): %s\n", e.what());
+  }
+  ::unlink(s.path.c_str());
+  if (s.step == trace::kNoStep)
+    prologue_dropped_ = true;
+  else
+    ++totals_.steps_dropped;
+  totals_.calls_left_out += s.calls;
+  segments_.pop_front();
+}
+
+void WindowedTraceWriter::assemble_ring() {
+  flush_pending_out();
+  if (!segments_.empty() && segments_.back().writer) {
+    try {
+      segments_.back().writer->close();
+    } catch (...) {
+    }
+    segments_.back().writer.reset();
+  }
+  const uint64_t b0 = segments_.empty() ? 0 : segments_.front().begin_seq;
+  const bool cut = b0 > 0;
+  // Calls of the dropped step before b0 that reached the file after its segment closed.
+  uint64_t late = 0;
+  if (cut) {
+    try {
+      trace::TraceReader r(segments_.front().path);
+      r.for_each([&](const RecordView& v) {
+        if (is_call(v.kind, v.body.size()) && seq_of(v.body) < b0) {
+          live_.observe(v);
+          ++late;
+        }
+      });
+    } catch (const std::exception&) {
+    }
+  }
+  trace::TraceHeader h = header_ ? header_() : trace::TraceHeader{};
+  h.extra["capture"] = opts_.describe();
+  h.extra["step_range"] = opts_.step_range;
+  uint64_t kept_steps = 0;
+  for (const auto& s : segments_)
+    if (s.step != trace::kNoStep) ++kept_steps;
+  h.extra["ring_steps_seen"] = std::to_string(totals_.steps_seen);
+  h.extra["ring_steps_kept"] = std::to_string(kept_steps);
+  h.extra["ring_steps_dropped"] = std::to_string(totals_.steps_dropped);
+  h.extra["ring_calls_dropped"] = std::to_string(b0);
+  try {
+    trace::TraceWriter out(path_, h);
+    created_ = true;
+    out.write_chunk(defs_);
+    uint64_t shift_to = 0;
+    if (cut) {
+      ChunkBuilder head;
+      const Segment& first = segments_.front();
+      step_ = first.step;
+      CaptureMark m = mark(first.marker, CaptureAction::kWindowOpen, 0);
+      m.steps_dropped = totals_.steps_dropped;
+      m.calls_left_out = b0;
+      head.add(m);
+      const uint64_t k = live_.write_snapshot(head, 1);
+      head.add(mark(first.marker, CaptureAction::kStateEnd, 1 + k));
+      out.write_chunk(head);
+      shift_to = k + 2;
+      totals_.windows = 1;
+    }
+    for (const auto& s : segments_) {
+      trace::TraceReader r(s.path);
+      ChunkBuilder c;
+      while (r.next_chunk([&](const RecordView& v) {
+        if (!is_call(v.kind, v.body.size())) {
+          c.add_raw(v.kind, v.body.data(), v.body.size(), nullptr, 0);
+          return;
+        }
+        const uint64_t seq = seq_of(v.body);
+        if (seq < b0) return;  // a late call of the dropped step: in the snapshot
+        add_renumbered(c, v.kind, v.body, seq - b0 + shift_to);
+      })) {
+        out.write_chunk(c);
+        c.clear();
+      }
+    }
+    ChunkBuilder notes;
+    for (const auto& n : notices_) notes.add_raw(RecordKind::kNotice, n.data(), n.size(), nullptr, 0);
+    if (totals_.steps_seen == 0)
+      notes.add_notice(trace::NoticeLevel::kWarning,
+                       "ring mode: no step marker (NVTX range '" + opts_.step_range +
+                           "') was seen, so nothing was dropped: the whole run is one step");
+    out.write_chunk(notes);
+    out.close();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "streamrace: assembling the ring trace %s failed: %s (its segments are left in %s)\n",
+                 path_.c_str(), e.what(), ring_dir_.c_str());
+    return;
+  }
+  (void)late;
+  for (const auto& s : segments_) ::unlink(s.path.c_str());
+  segments_.clear();
+  ::rmdir(ring_dir_.c_str());
+}
+
+void WindowedTraceWriter::finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (!seen_any_) return;
+  if (is_ring()) {
+    assemble_ring();
+    return;
+  }
+  ChunkBuilder notes;
+  if (totals_.windows == 0) {
+    notes.add_notice(trace::NoticeLevel::kWarning,
+                     "capture window (" + opts_.describe() + ") never opened: " + std::to_string(totals_.steps_seen) +
+                         " step markers were seen" + (opts_.step_range.empty() ? "" : " (NVTX range '" + opts_.step_range + "')") +
+                         "; no call was written");
+  }
+  flush_pending_out();
+  write_out(notes);
+  if (ensure_file()) {
+    try {
+      file_->close();
+    } catch (...) {
+    }
+  }
+}
+
+}  // namespace streamrace::tracer
