@@ -70,6 +70,10 @@ const char* run_option_of(const TracerSetting& s) {
       {"timing", "--timing"},
       {"host_accesses", "--host-accesses"},
       {"torch_allocator", "--torch-allocator 0|1"},
+      {"step_range", "--step-range NAME"},
+      {"steps", "--steps A:B"},
+      {"window", "--window nvtx:NAME|profiler"},
+      {"ring", "--ring N"},
       {"disable", ""},
       {"precise", "--precise[=all|auto|REGEX]"},
       {"precise_start", "--precise-start WHEN"},
@@ -122,6 +126,14 @@ std::map<const TracerSetting*, std::string> resolve_settings(const RunArgs& a, s
   };
   check("stacks", {"auto", "native", "python", "none"});
   check("precise_start", {"load", "init"});
+  if (error.empty()) {
+    auto get = [&](const char* key) {
+      auto it = values.find(tracer::find_tracer_setting(key));
+      return it == values.end() ? std::string() : it->second;
+    };
+    std::string why;
+    if (!tracer::parse_capture_options(get("steps"), get("window"), get("ring"), get("step_range"), &why)) error = why;
+  }
   return error.empty() ? values : std::map<const TracerSetting*, std::string>{};
 }
 
@@ -577,6 +589,23 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                       "0 leaves PyTorch's caching allocator unobserved: kernel extents then reach to the end of "
                       "its cudaMalloc segments (STREAMRACE_TORCH_ALLOCATOR)")
           ->type_name("0|1");
+  auto* step_range = sub->add_option("--step-range",
+                                     "The step marker: each push of the NVTX range NAME starts a step, for --steps "
+                                     "and --ring (docs/long-runs.md; STREAMRACE_STEP_RANGE)")
+                         ->type_name("NAME");
+  auto* steps = sub->add_option("--steps",
+                                "Write only steps A to B-1 (from 0; A: for all from A), counted by --step-range; what "
+                                "the earlier calls left live is written as a snapshot (STREAMRACE_STEPS)")
+                    ->type_name("A:B");
+  auto* window = sub->add_option("--window",
+                                 "Write only inside NVTX ranges named NAME (nvtx:NAME) or between cudaProfilerStart "
+                                 "and cudaProfilerStop (profiler) (STREAMRACE_WINDOW)")
+                     ->type_name("nvtx:NAME|profiler");
+  auto* ring = sub->add_option("--ring",
+                               "Keep only the last N steps (counted by --step-range) and a snapshot of the state "
+                               "before them: the trace stays the size of N steps however long the run "
+                               "(STREAMRACE_RING)")
+                   ->type_name("N");
   auto* precise_start = sub->add_option(
       "--precise-start", "Precise mode: start the Sanitizer session at load (default) or init (STREAMRACE_PRECISE_START)")
                             ->type_name("WHEN");
@@ -615,6 +644,7 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
     if (host_accesses->count()) st["host_accesses"] = "1";
     if (precise_debug->count()) st["precise_debug"] = "1";
     for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"native_unwind", native_unwind}, {"kernel_signatures", kernel_signatures}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
+                            {"step_range", step_range}, {"steps", steps}, {"window", window}, {"ring", ring},
                             {"precise_patches", precise_patches}, {"precise_module_filter", module_filter}})
       if (opt->count()) st[key] = opt->as<std::string>();
     return run_traced(*args);
