@@ -380,6 +380,18 @@ Launch launch_traced(const RunArgs& a, std::map<const TracerSetting*, std::strin
 
   for (const auto& name : list_traces(dir))
     if (!before.count(name)) out.traces.push_back(dir + "/" + name);
+  // A ring (--ring) is assembled into its trace when the process exits; segments left behind
+  // mean the process died before it could (SIGKILL, the OOM killer): never silently.
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() > 11 && name.compare(name.size() - 11, 11, ".srace.ring") == 0)
+        std::cerr << "streamrace run: warning: " << dir << "/" << name
+                  << " holds the ring segments of a process that died before it wrote its trace (killed?): its "
+                     "last steps are not analysed\n";
+    }
+    closedir(d);
+  }
   if (out.traces.empty()) {
     std::cerr << "streamrace run: no process of the command used CUDA: no trace was written in " << dir << "\n";
     out.exit_status = cmd_status;

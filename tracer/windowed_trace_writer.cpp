@@ -126,7 +126,8 @@ void WindowedTraceWriter::definitions(const ChunkBuilder& defs) {
   if (defs.empty()) return;
   seen_any_ = true;
   if (is_ring()) {
-    defs.append_to(defs_);
+    if (defs_.empty() || defs_.back().bytes() + defs.bytes() > (8u << 20)) defs_.emplace_back();
+    defs.append_to(defs_.back());
   } else {
     flush_pending_out();  // records already taken were defined by earlier chunks
     write_out(defs);
@@ -374,7 +375,7 @@ void WindowedTraceWriter::assemble_ring() {
   try {
     trace::TraceWriter out(path_, h);
     created_ = true;
-    out.write_chunk(defs_);
+    for (const auto& d : defs_) out.write_chunk(d);
     uint64_t shift_to = 0;
     if (cut) {
       ChunkBuilder head;

@@ -97,7 +97,7 @@ class WindowedTraceWriter {
   bool created_ = false, failed_ = false, finished_ = false;
   std::unique_ptr<trace::TraceWriter> file_;
   trace::ChunkBuilder out_;   // window mode: records waiting for the next write
-  trace::ChunkBuilder defs_;  // ring: every definition, written first at assembly
+  std::vector<trace::ChunkBuilder> defs_;  // ring: every definition (chunks of at most 8 MiB), written first at assembly
   std::vector<std::vector<uint8_t>> notices_;  // ring: notice bodies, written at assembly
   trace::LiveState live_;
   std::vector<Pending> held_;
