@@ -298,29 +298,24 @@ void TraceRecorder::flush_windowed_locked(bool nonblocking, bool final) {
   // every call drained with a seq below `horizon` is placed by a known boundary.
   std::vector<CaptureBoundary> marks;
   uint64_t horizon = 0;
-  {
-    std::unique_lock ml(marks_mu_, std::defer_lock);
-    if (!nonblocking) {
-      ml.lock();
-    } else if (!ml.try_lock()) {
-      final = false;  // nothing is placed without its boundaries
-    }
-    if (ml.owns_lock()) {
-      marks.swap(marks_);
-      horizon = seq_.load();
-    }
-  }
   std::vector<trace::ChunkBuilder> drained;
   {
     std::unique_lock reg(registry_mu_, std::defer_lock);
     if (nonblocking) {
-      if (!reg.try_lock()) {
-        std::lock_guard ml(marks_mu_);
-        marks_.insert(marks_.begin(), marks.begin(), marks.end());
-        return;
-      }
+      if (!reg.try_lock()) return;
     } else {
       reg.lock();
+    }
+    // A marker holds marks_mu_ alone (never registry_mu_ inside it), so taking it here, inside
+    // registry_mu_, cannot deadlock; a signal handler only tries.
+    {
+      std::unique_lock ml(marks_mu_, std::defer_lock);
+      if (nonblocking ? ml.try_lock() : (ml.lock(), true)) {
+        marks.swap(marks_);
+        horizon = seq_.load();
+      } else {
+        final = false;  // nothing is placed without its boundaries
+      }
     }
     for (size_t i = 0; i < buffers_.size();) {
       auto& b = buffers_[i];

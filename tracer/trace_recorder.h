@@ -5,7 +5,8 @@
 // that never uses CUDA leaves nothing behind.
 //
 // Lock order: close_mu_ (close() only, held while joining the flusher, which takes the
-// others) then flush_mu_ -> registry_mu_ -> ThreadBuffer::mu. Appending threads take only
+// others) then flush_mu_ -> registry_mu_ -> ThreadBuffer::mu (capture windows: marks_mu_,
+// below). Appending threads take only
 // their own ThreadBuffer::mu. No lock is held while calling into CUDA.
 #pragma once
 
@@ -148,7 +149,8 @@ class TraceRecorder {
 
   // Capture policy. marks_mu_ is taken alone by the marking thread (seq and boundary under
   // it, so a flusher holding it knows every boundary below the seq it reads) and by the
-  // flusher before it drains (flush_mu_ -> marks_mu_, released before registry_mu_).
+  // flusher just before it drains (flush_mu_ -> registry_mu_ -> marks_mu_, released before
+  // any ThreadBuffer::mu).
   std::unique_ptr<WindowedTraceWriter> windowed_;
   std::mutex marks_mu_;
   std::vector<CaptureBoundary> marks_;

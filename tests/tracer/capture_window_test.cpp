@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "analyzer/analyzer.h"
 #include "tests/tracer/trace_contents.h"
@@ -334,6 +337,70 @@ TEST(CaptureWindow, WindowThatNeverOpensSaysSo) {
                           "warning: capture window (steps 50:60) never opened: 5 step markers were seen (NVTX range "
                           "'step'); no call was written",
                           "warning: windowed trace (steps 50:60): the window never opened, so no call was recorded"}));
+  std::filesystem::remove_all(dir);
+}
+
+// Threads calling while another marks steps, with the background flusher draining every
+// millisecond: each call is either dropped with its step or kept, never both or neither, and
+// the kept seqs stay dense (a call taken before a marker but drained after it is still placed
+// by its seq).
+TEST(RingMode, ConcurrentCallsAndMarkersLoseNothing) {
+  auto dir = temp_dir("threads");
+  auto file = dir / "t.srace";
+  RecorderOptions o = options(file, "", "", "3");
+  o.background_flusher = true;
+  o.period_ms = 1;
+  o.handoff_bytes = 2048;
+  uint64_t calls = 0, markers = 0;
+  {
+    TraceRecorder rec(o);
+    constexpr int kThreads = 3;
+    std::atomic<bool> done{false};
+    std::atomic<uint64_t> made{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&rec, &done, &made, t] {
+        const uint32_t api = rec.strings().intern("cudaStreamSynchronize");
+        uint64_t n = 0;
+        while (!done.load(std::memory_order_relaxed)) {
+          trace::StreamSynchronize r{};
+          r.stream = uint64_t(t + 1);
+          r.call = rec.call(api, 0);
+          rec.add(r);
+          if (++n % 64 == 0) std::this_thread::yield();
+        }
+        made += n;
+      });
+    const uint32_t api = rec.strings().intern("nvtxRangePushA");
+    for (; markers < 20; ++markers) {
+      rec.mark_step(api);
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    done.store(true);
+    for (auto& th : threads) th.join();
+    rec.close();
+    calls = made.load();
+  }
+  auto c = testing::read_trace(file.string());
+  trace::CallStream s(file.string());
+  uint64_t kept_syncs = 0, kept_steps = 0, snapshot = 0;
+  bool in_snapshot = false;
+  s.for_each([&](const trace::RecordView& r) {
+    if (r.kind == RecordKind::kStreamSynchronize) ++kept_syncs;
+    if (r.kind == RecordKind::kCaptureMark) {
+      auto m = r.as<trace::CaptureMark>();
+      if (m.action == trace::CaptureAction::kStep) ++kept_steps;
+      in_snapshot = m.action == trace::CaptureAction::kWindowOpen;
+    } else if (in_snapshot) {
+      ++snapshot;
+    }
+  });
+  EXPECT_TRUE(s.warnings().empty()) << s.warnings()[0];
+  EXPECT_EQ(snapshot, 0u);  // no live state in this job
+  EXPECT_EQ(kept_steps, 3u);
+  EXPECT_EQ(c.header.extra.at("ring_steps_seen"), std::to_string(markers));
+  EXPECT_EQ(c.header.extra.at("ring_steps_dropped"), std::to_string(markers - 3));
+  EXPECT_EQ(std::stoull(c.header.extra.at("ring_calls_dropped")) + kept_syncs + kept_steps, calls + markers);
   std::filesystem::remove_all(dir);
 }
 
