@@ -59,11 +59,7 @@ void add_renumbered(ChunkBuilder& out, RecordKind kind, std::span<const uint8_t>
 
 WindowedTraceWriter::WindowedTraceWriter(CaptureOptions opts, std::string path, std::function<trace::TraceHeader()> header)
     : opts_(std::move(opts)), path_(std::move(path)), header_(std::move(header)), reason_(reason_of(opts_)) {
-  if (is_ring()) {
-    ring_dir_ = path_ + ".ring";
-  } else if (opts_.window == CaptureOptions::Window::kAll) {
-    open_ = true;  // never: a writer is made only for an active policy
-  }
+  if (is_ring()) ring_dir_ = path_ + ".ring";
 }
 
 WindowedTraceWriter::~WindowedTraceWriter() = default;
@@ -182,7 +178,6 @@ void WindowedTraceWriter::records(const std::vector<ChunkBuilder>& drained, uint
 }
 
 void WindowedTraceWriter::apply(const CaptureBoundary& b) {
-  last_processed_ = std::max(last_processed_, b.call.seq);
   if (b.action == CaptureAction::kStep) {
     ++totals_.steps_seen;
     step_ = b.step;
@@ -245,7 +240,6 @@ void WindowedTraceWriter::close_window(const CaptureBoundary& b) {
 }
 
 void WindowedTraceWriter::process_call(const Pending& p) {
-  last_processed_ = std::max(last_processed_, p.seq);
   RecordView v{p.kind, p.body};
   if (is_ring()) {
     if (segments_.empty()) new_segment(CaptureBoundary{});  // the calls before the first step marker
@@ -348,16 +342,12 @@ void WindowedTraceWriter::assemble_ring() {
   }
   const uint64_t b0 = segments_.empty() ? 0 : segments_.front().begin_seq;
   const bool cut = b0 > 0;
-  // Calls of the dropped step before b0 that reached the file after its segment closed.
-  uint64_t late = 0;
+  // Calls of the dropped step before b0 that reached the flusher after its segment closed.
   if (cut) {
     try {
       trace::TraceReader r(segments_.front().path);
       r.for_each([&](const RecordView& v) {
-        if (is_call(v.kind, v.body.size()) && seq_of(v.body) < b0) {
-          live_.observe(v);
-          ++late;
-        }
+        if (is_call(v.kind, v.body.size()) && seq_of(v.body) < b0) live_.observe(v);
       });
     } catch (const std::exception&) {
     }
@@ -420,7 +410,6 @@ void WindowedTraceWriter::assemble_ring() {
                  path_.c_str(), e.what(), ring_dir_.c_str());
     return;
   }
-  (void)late;
   for (const auto& s : segments_) ::unlink(s.path.c_str());
   segments_.clear();
   ::rmdir(ring_dir_.c_str());

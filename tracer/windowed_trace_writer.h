@@ -104,7 +104,6 @@ class WindowedTraceWriter {
   std::vector<CaptureBoundary> boundaries_;  // known, not yet applied
   uint64_t step_ = trace::kNoStep;
   bool open_ = false;
-  uint64_t last_processed_ = 0;
   // Window mode: the written intervals {old begin, old end (exclusive), new begin}.
   struct Interval {
     uint64_t old_begin, old_end, new_begin;
