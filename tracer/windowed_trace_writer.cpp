@@ -250,6 +250,10 @@ void WindowedTraceWriter::process_call(const Pending& p) {
   live_.observe(v);
   if (auto ws = written_seq(p.seq)) {
     add_renumbered(out_, p.kind, p.body, *ws);
+    if (p.kind == RecordKind::kKernelLaunch) {
+      auto k = v.as<trace::KernelLaunchHead>();
+      if ((k.flags & trace::kKernelPrecise) && precise_written_.size() < (1u << 20)) precise_written_.insert(k.correlation);
+    }
   } else {
     ++gap_calls_;
   }
@@ -263,14 +267,22 @@ void WindowedTraceWriter::process_other(RecordKind kind, std::span<const uint8_t
       out_.add_raw(kind, body.data(), body.size(), nullptr, 0);
     return;
   }
-  // Device timings and precise intervals belong to a launch made a little earlier: kept
-  // while the window is open (ring: always, with the segment being written).
+  // Device timings and precise intervals belong to a launch made a little earlier. Ring:
+  // with the segment being written. Windows: timings while the window is open; a precise
+  // launch's intervals whenever the launch was written (they come at the next
+  // synchronisation, which may be after the window closed).
   if (is_ring()) {
     if (segments_.empty()) new_segment(CaptureBoundary{});
     seg_out_.add_raw(kind, body.data(), body.size(), nullptr, 0);
-  } else if (open_) {
-    out_.add_raw(kind, body.data(), body.size(), nullptr, 0);
+    return;
   }
+  bool keep = open_;
+  if (kind == RecordKind::kKernelAccess && body.size() >= sizeof(trace::KernelAccess)) {
+    trace::KernelAccess ka;
+    std::memcpy(&ka, body.data(), sizeof ka);
+    keep = precise_written_.count(ka.correlation) > 0;
+  }
+  if (keep) out_.add_raw(kind, body.data(), body.size(), nullptr, 0);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "traceformat/live_state.h"
@@ -104,6 +105,9 @@ class WindowedTraceWriter {
   std::vector<CaptureBoundary> boundaries_;  // known, not yet applied
   uint64_t step_ = trace::kNoStep;
   bool open_ = false;
+  // Window mode: correlations of written precise launches, whose measured intervals
+  // (KernelAccess, collected at the next synchronisation) are written even after a close.
+  std::unordered_set<uint64_t> precise_written_;
   // Window mode: the written intervals {old begin, old end (exclusive), new begin}.
   struct Interval {
     uint64_t old_begin, old_end, new_begin;

@@ -324,6 +324,50 @@ TEST(CaptureWindow, ReopenedWindowIsABarrierAndItsRaceIsFound) {
   std::filesystem::remove_all(dir);
 }
 
+// Precise mode: a launch's measured intervals come at the next synchronisation, which may be
+// after the window closed: they are written with their launch, and never without it.
+TEST(CaptureWindow, PreciseIntervalsFollowTheirLaunch) {
+  auto dir = temp_dir("precise");
+  auto file = dir / "t.srace";
+  SyntheticJob job(options(file, "1:2", "", ""));
+  TraceRecorder& rec = job.recorder();
+  auto launch = [&](uint64_t correlation) {
+    trace::KernelLaunchHead k{};
+    k.stream = kS1;
+    k.correlation = correlation;
+    k.flags = trace::kKernelPrecise;
+    k.call = rec.call(job.api("cudaLaunchKernel"), 0);
+    rec.add_kernel(k, {});
+  };
+  auto access = [&](uint64_t correlation) {
+    trace::KernelAccess a{};
+    a.correlation = correlation;
+    a.addr = kBuf;
+    a.bytes = 64;
+    a.dir = trace::AccessDir::kWrite;
+    rec.add(a);
+  };
+  job.prologue();
+  rec.mark_step(job.api("nvtxRangePushA"));  // step 0: outside
+  launch(10);
+  access(10);
+  rec.mark_step(job.api("nvtxRangePushA"));  // step 1: the window
+  launch(11);
+  rec.flush();
+  rec.mark_step(job.api("nvtxRangePushA"));  // step 2: closed again
+  launch(12);
+  access(11);
+  access(12);
+  rec.close();
+  auto c = testing::read_trace(file.string());
+  ASSERT_EQ(c.of(RecordKind::kKernelLaunch).size(), 1u);
+  EXPECT_EQ(c.of(RecordKind::kKernelLaunch)[0].as<trace::KernelLaunchHead>().correlation, 11u);
+  auto accesses = c.of(RecordKind::kKernelAccess);
+  ASSERT_EQ(accesses.size(), 1u);
+  EXPECT_EQ(accesses[0].as<trace::KernelAccess>().correlation, 11u);
+  std::filesystem::remove_all(dir);
+}
+
 // A window that never opens still leaves a trace that says so.
 TEST(CaptureWindow, WindowThatNeverOpensSaysSo) {
   auto dir = temp_dir("never");
