@@ -144,9 +144,26 @@ std::optional<uint64_t> WindowedTraceWriter::written_seq(uint64_t s) const {
   return it->new_begin + (s - it->old_begin);
 }
 
+void WindowedTraceWriter::hold(const Pending& p) {
+  held_.push_back(Held{p.seq, p.kind, held_bytes_.size(), p.body.size()});
+  held_bytes_.insert(held_bytes_.end(), p.body.begin(), p.body.end());
+}
+
 void WindowedTraceWriter::records(const std::vector<ChunkBuilder>& drained, uint64_t horizon, bool final) {
-  std::vector<Pending> batch;
-  batch.swap(held_);
+  std::vector<Pending>& batch = batch_;
+  batch.clear();
+  // The records held by the last call; they may be held again (above the horizon still).
+  std::vector<Held> prev_held;
+  std::vector<uint8_t> prev_bytes;
+  prev_held.swap(held_);
+  prev_bytes.swap(held_bytes_);
+  for (const Held& h : prev_held) {
+    Pending p{h.seq, h.kind, std::span<const uint8_t>(prev_bytes.data() + h.offset, h.size)};
+    if (!final && p.seq >= horizon)
+      hold(p);
+    else
+      batch.push_back(p);
+  }
   for (const auto& chunk : drained) {
     for_each_record(chunk.payload(), [&](RecordKind kind, std::span<const uint8_t> body) {
       seen_any_ = true;
@@ -154,16 +171,12 @@ void WindowedTraceWriter::records(const std::vector<ChunkBuilder>& drained, uint
         process_other(kind, body);
         return;
       }
-      uint64_t seq = seq_of(body);
-      auto& into = (!final && seq >= horizon) ? held_ : batch;
-      into.push_back(Pending{seq, kind, std::vector<uint8_t>(body.begin(), body.end())});
+      Pending p{seq_of(body), kind, body};
+      if (!final && p.seq >= horizon)
+        hold(p);
+      else
+        batch.push_back(p);
     });
-  }
-  if (!final) {
-    // Held records from an earlier flush may still be above the horizon.
-    auto keep = std::stable_partition(batch.begin(), batch.end(), [&](const Pending& p) { return p.seq < horizon; });
-    for (auto it = keep; it != batch.end(); ++it) held_.push_back(std::move(*it));
-    batch.erase(keep, batch.end());
   }
   std::stable_sort(batch.begin(), batch.end(), [](const Pending& a, const Pending& b) { return a.seq < b.seq; });
   size_t next = 0;

@@ -61,11 +61,20 @@ class WindowedTraceWriter {
   const std::string& path() const { return path_; }
 
  private:
+  // A call record of the batch being placed: its body lies in a drained chunk or in the
+  // held records' buffer, both alive while records() runs.
   struct Pending {
     uint64_t seq;
     trace::RecordKind kind;
-    std::vector<uint8_t> body;
+    std::span<const uint8_t> body;
   };
+  // A call record waiting for a later flush: its body at `offset` in held_bytes_.
+  struct Held {
+    uint64_t seq;
+    trace::RecordKind kind;
+    size_t offset, size;
+  };
+  void hold(const Pending& p);
   struct Segment {
     std::string path;
     uint64_t step = trace::kNoStep;
@@ -101,7 +110,9 @@ class WindowedTraceWriter {
   std::vector<trace::ChunkBuilder> defs_;  // ring: every definition (chunks of at most 8 MiB), written first at assembly
   std::vector<std::vector<uint8_t>> notices_;  // ring: notice bodies, written at assembly
   trace::LiveState live_;
-  std::vector<Pending> held_;
+  std::vector<Held> held_;
+  std::vector<uint8_t> held_bytes_;
+  std::vector<Pending> batch_;  // reused: the steady state allocates nothing per record
   std::vector<CaptureBoundary> boundaries_;  // known, not yet applied
   uint64_t step_ = trace::kNoStep;
   bool open_ = false;
