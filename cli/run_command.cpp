@@ -26,6 +26,7 @@
 #include "report/closing_summary.h"
 #include "report/output_file.h"
 #include "report/text_report.h"
+#include "traceformat/ring_trace.h"
 #include "traceformat/trace_file.h"
 #include "tracer/tracer_settings.h"
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
@@ -174,6 +175,20 @@ std::string find_tracer_library() {
   return "";
 }
 
+// The ring directories (`--ring`, `<trace>.srace.ring`) in `dir`: a process that died before it
+// assembled its ring leaves one.
+std::set<std::string> list_rings(const std::string& dir) {
+  std::set<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() > 11 && name.compare(name.size() - 11, 11, ".srace.ring") == 0) out.insert(name);
+    }
+    closedir(d);
+  }
+  return out;
+}
+
 std::set<std::string> list_traces(const std::string& dir) {
   std::set<std::string> out;
   if (DIR* d = opendir(dir.c_str())) {
@@ -309,6 +324,7 @@ Launch launch_traced(const RunArgs& a, std::map<const TracerSetting*, std::strin
                      const TracerSetting* precise_setting) {
   Launch out;
   const std::set<std::string> before = list_traces(dir);
+  const std::set<std::string> rings_before = list_rings(dir);
   std::string preload = lib;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   if (const char* inj = std::getenv("CUDA_INJECTION64_PATH"); inj && *inj && lib != inj)
@@ -380,17 +396,34 @@ Launch launch_traced(const RunArgs& a, std::map<const TracerSetting*, std::strin
 
   for (const auto& name : list_traces(dir))
     if (!before.count(name)) out.traces.push_back(dir + "/" + name);
-  // A ring (--ring) is assembled into its trace when the process exits; segments left behind
-  // mean the process died before it could (SIGKILL, the OOM killer): never silently.
-  if (DIR* d = opendir(dir.c_str())) {
-    while (dirent* e = readdir(d)) {
-      const std::string name = e->d_name;
-      if (name.size() > 11 && name.compare(name.size() - 11, 11, ".srace.ring") == 0)
-        std::cerr << "streamrace run: warning: " << dir << "/" << name
-                  << " holds the ring segments of a process that died before it wrote its trace (killed?): its "
-                     "last steps are not analysed\n";
+  // A ring (--ring) is assembled into its trace when the process exits; a ring left behind
+  // means the process died before it could (SIGKILL, the OOM killer): salvaged here, never
+  // silently.
+  for (const auto& name : list_rings(dir)) {
+    if (rings_before.count(name)) continue;
+    const std::string ring = dir + "/" + name;
+    const std::string trace = ring.substr(0, ring.size() - 5);
+    std::string why;
+    struct stat st;
+    if (lstat(trace.c_str(), &st) == 0) {
+      why = trace + " exists";
+    } else {
+      try {
+        trace::RingAssembly r = trace::assemble_ring(ring, trace, nullptr, true);
+        trace::remove_ring(ring);
+        std::cerr << "streamrace run: warning: " << ring
+                  << " was left by a process that died before it wrote its trace (killed?): salvaged into " << trace
+                  << " (" << r.steps_kept << " of " << r.steps_seen << " steps; the last may be cut short)\n";
+        out.traces.push_back(trace);
+        continue;
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
     }
-    closedir(d);
+    std::cerr << "streamrace run: warning: " << ring
+              << " holds the ring of a process that died before it wrote its trace (killed?), and it could not be "
+                 "salvaged ("
+              << why << "): its last steps are not analysed\n";
   }
   if (out.traces.empty()) {
     std::cerr << "streamrace run: no process of the command used CUDA: no trace was written in " << dir << "\n";

@@ -1,6 +1,9 @@
 // WindowedTraceWriter: see windowed_trace_writer.h.
 #include "tracer/windowed_trace_writer.h"
 
+#include "traceformat/ring_trace.h"
+#include "tracer/trace_recorder.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -122,8 +125,7 @@ void WindowedTraceWriter::definitions(const ChunkBuilder& defs) {
   if (defs.empty()) return;
   seen_any_ = true;
   if (is_ring()) {
-    if (defs_.empty() || defs_.back().bytes() + defs.bytes() > (8u << 20)) defs_.emplace_back();
-    defs.append_to(defs_.back());
+    write_definitions(defs);
   } else {
     flush_pending_out();  // records already taken were defined by earlier chunks
     write_out(defs);
@@ -274,10 +276,13 @@ void WindowedTraceWriter::process_call(const Pending& p) {
 
 void WindowedTraceWriter::process_other(RecordKind kind, std::span<const uint8_t> body) {
   if (kind == RecordKind::kNotice) {
-    if (is_ring())
-      notices_.emplace_back(body.begin(), body.end());
-    else
+    if (is_ring()) {
+      ChunkBuilder c;  // notices are rare: one chunk each, kept with the definitions
+      c.add_raw(kind, body.data(), body.size(), nullptr, 0);
+      write_definitions(c);
+    } else {
       out_.add_raw(kind, body.data(), body.size(), nullptr, 0);
+    }
     return;
   }
   // Device timings and precise intervals belong to a launch made a little earlier. Ring:
@@ -301,6 +306,35 @@ void WindowedTraceWriter::process_other(RecordKind kind, std::span<const uint8_t
 // ---------------------------------------------------------------------------------------
 // Ring
 
+bool WindowedTraceWriter::ensure_ring_files() {
+  if (defs_file_) return true;
+  if (failed_) return false;
+  try {
+    ::mkdir(ring_dir_.c_str(), 0755);
+    trace::TraceHeader h = header_ ? header_() : trace::TraceHeader{};
+    h.extra["capture"] = opts_.describe();
+    h.extra["step_range"] = opts_.step_range;
+    const std::string p = trace::RingFiles::definitions(ring_dir_);
+    ::unlink(p.c_str());  // a stale one from a pid reused
+    defs_file_ = std::make_unique<trace::TraceWriter>(p, h);
+    return true;
+  } catch (const std::exception& e) {
+    failed_ = true;
+    std::fprintf(stderr, "streamrace: cannot write the ring of %s: %s\n", path_.c_str(), e.what());
+    return false;
+  }
+}
+
+void WindowedTraceWriter::write_definitions(const ChunkBuilder& c) {
+  if (c.empty() || !ensure_ring_files()) return;
+  try {
+    defs_file_->write_chunk(c);
+  } catch (const std::exception& e) {
+    failed_ = true;
+    std::fprintf(stderr, "streamrace: writing the ring of %s failed: %s\n", path_.c_str(), e.what());
+  }
+}
+
 void WindowedTraceWriter::new_segment(const CaptureBoundary& b) {
   flush_pending_out();
   if (!segments_.empty() && segments_.back().writer) {
@@ -310,15 +344,19 @@ void WindowedTraceWriter::new_segment(const CaptureBoundary& b) {
     }
     segments_.back().writer.reset();
   }
-  if (segments_.empty() && next_segment_ == 0) ::mkdir(ring_dir_.c_str(), 0755);
+  ensure_ring_files();
   Segment s;
-  s.path = ring_dir_ + "/segment-" + std::to_string(next_segment_++) + ".srace";
+  s.index = next_segment_++;
+  s.path = trace::RingFiles::segment(ring_dir_, s.index);
   s.step = b.step;
   s.begin_seq = b.call.seq;
   s.marker = b.call;
   try {
     trace::TraceHeader h;
     h.producer = "libstreamrace ring segment";
+    h.extra["ring_segment"] = std::to_string(s.index);
+    h.extra["ring_step"] = s.step == trace::kNoStep ? "none" : std::to_string(s.step);
+    h.extra["ring_begin_seq"] = std::to_string(s.begin_seq);
     ::unlink(s.path.c_str());  // a stale one from a pid reused
     s.writer = std::make_unique<trace::TraceWriter>(s.path, h);
   } catch (const std::exception& e) {
@@ -347,13 +385,41 @@ void WindowedTraceWriter::drop_oldest_segment() {
   } catch (const std::exception& e) {
     std::fprintf(stderr, "streamrace: reading back ring segment failed (its state is lost): %s\n", e.what());
   }
-  ::unlink(s.path.c_str());
+  folded_.push_back(s.path);
+  newest_folded_ = s.index;
   if (s.step == trace::kNoStep)
     prologue_dropped_ = true;
   else
     ++totals_.steps_dropped;
   totals_.calls_left_out += s.calls;
   segments_.pop_front();
+  maybe_checkpoint(false);
+}
+
+void WindowedTraceWriter::maybe_checkpoint(bool force) {
+  if (folded_.empty()) return;
+  const uint64_t now = monotonic_ns();
+  if (!force && folded_.size() < 64 && now - last_checkpoint_ns_ < 10'000'000'000ull) return;
+  last_checkpoint_ns_ = now;
+  const std::string tmp = trace::RingFiles::state_tmp(ring_dir_);
+  try {
+    trace::TraceHeader h;
+    h.producer = "libstreamrace ring state";
+    h.extra["ring_covers_segment"] = std::to_string(newest_folded_);
+    h.extra["ring_steps_dropped"] = std::to_string(totals_.steps_dropped);
+    ::unlink(tmp.c_str());
+    trace::TraceWriter w(tmp, h);
+    ChunkBuilder c;
+    live_.write_snapshot(c, 0);
+    w.write_chunk(c);
+    w.close();
+    if (::rename(tmp.c_str(), trace::RingFiles::state(ring_dir_).c_str()) != 0) return;  // the segments stay
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "streamrace: writing the ring's state checkpoint failed: %s\n", e.what());
+    return;
+  }
+  for (const auto& p : folded_) ::unlink(p.c_str());
+  folded_.clear();
 }
 
 void WindowedTraceWriter::assemble_ring() {
@@ -366,9 +432,9 @@ void WindowedTraceWriter::assemble_ring() {
     segments_.back().writer.reset();
   }
   const uint64_t b0 = segments_.empty() ? 0 : segments_.front().begin_seq;
-  const bool cut = b0 > 0;
-  // Calls of the dropped step before b0 that reached the flusher after its segment closed.
-  if (cut) {
+  // Calls of the dropped step before b0 that reached the flusher after its segment closed:
+  // their state goes into the last checkpoint.
+  if (b0 > 0) {
     try {
       trace::TraceReader r(segments_.front().path);
       r.for_each([&](const RecordView& v) {
@@ -377,67 +443,25 @@ void WindowedTraceWriter::assemble_ring() {
     } catch (const std::exception&) {
     }
   }
+  maybe_checkpoint(true);
+  if (!ensure_ring_files()) return;
+  try {
+    defs_file_->close();
+  } catch (...) {
+  }
   trace::TraceHeader h = header_ ? header_() : trace::TraceHeader{};
   h.extra["capture"] = opts_.describe();
   h.extra["step_range"] = opts_.step_range;
-  uint64_t kept_steps = 0;
-  for (const auto& s : segments_)
-    if (s.step != trace::kNoStep) ++kept_steps;
-  h.extra["ring_steps_seen"] = std::to_string(totals_.steps_seen);
-  h.extra["ring_steps_kept"] = std::to_string(kept_steps);
-  h.extra["ring_steps_dropped"] = std::to_string(totals_.steps_dropped);
-  h.extra["ring_calls_dropped"] = std::to_string(b0);
   try {
-    trace::TraceWriter out(path_, h);
+    trace::assemble_ring(ring_dir_, path_, &h, false);
     created_ = true;
-    for (const auto& d : defs_) out.write_chunk(d);
-    uint64_t shift_to = 0;
-    if (cut) {
-      ChunkBuilder head;
-      const Segment& first = segments_.front();
-      step_ = first.step;
-      CaptureMark m = mark(first.marker, CaptureAction::kWindowOpen, 0);
-      m.steps_dropped = totals_.steps_dropped;
-      m.calls_left_out = b0;
-      head.add(m);
-      const uint64_t k = live_.write_snapshot(head, 1);
-      head.add(mark(first.marker, CaptureAction::kStateEnd, 1 + k));
-      out.write_chunk(head);
-      shift_to = k + 2;
-      totals_.windows = 1;
-    }
-    for (const auto& s : segments_) {
-      trace::TraceReader r(s.path);
-      ChunkBuilder c;
-      while (r.next_chunk([&](const RecordView& v) {
-        if (!is_call(v.kind, v.body.size())) {
-          c.add_raw(v.kind, v.body.data(), v.body.size(), nullptr, 0);
-          return;
-        }
-        const uint64_t seq = seq_of(v.body);
-        if (seq < b0) return;  // a late call of the dropped step: in the snapshot
-        add_renumbered(c, v.kind, v.body, seq - b0 + shift_to);
-      })) {
-        out.write_chunk(c);
-        c.clear();
-      }
-    }
-    ChunkBuilder notes;
-    for (const auto& n : notices_) notes.add_raw(RecordKind::kNotice, n.data(), n.size(), nullptr, 0);
-    if (totals_.steps_seen == 0)
-      notes.add_notice(trace::NoticeLevel::kWarning,
-                       "ring mode: no step marker (NVTX range '" + opts_.step_range +
-                           "') was seen, so nothing was dropped: the whole run is one step");
-    out.write_chunk(notes);
-    out.close();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "streamrace: assembling the ring trace %s failed: %s (its segments are left in %s)\n",
                  path_.c_str(), e.what(), ring_dir_.c_str());
     return;
   }
-  for (const auto& s : segments_) ::unlink(s.path.c_str());
   segments_.clear();
-  ::rmdir(ring_dir_.c_str());
+  trace::remove_ring(ring_dir_);
 }
 
 void WindowedTraceWriter::finish() {

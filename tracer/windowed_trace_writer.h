@@ -6,10 +6,11 @@
 // written calls so that the trace's seqs stay dense:
 //  - windows: a file written as it goes; each window open writes a CaptureMark, the state
 //    snapshot, and a kStateEnd mark before the window's first call.
-//  - ring: one segment file per step in `<trace>.ring/`; a segment that falls out of the
-//    ring is read back, folded into the state and deleted. finish() assembles the trace:
-//    definitions, a window-open mark, the snapshot of the state at the oldest kept step,
-//    the kept steps.
+//  - ring: one segment file per step in `<trace>.ring/` (traceformat/ring_trace.h); a segment
+//    that falls out of the ring is read back and folded into the state, and deleted once a
+//    checkpoint of the state covers it (at most every 10 s or 64 segments, so a killed
+//    process's ring can be salvaged). finish() writes a last checkpoint and assembles the
+//    trace: definitions, a window-open mark, the snapshot, the kept steps.
 // Not thread-safe: the recorder calls it under its flush lock.
 #pragma once
 
@@ -76,6 +77,7 @@ class WindowedTraceWriter {
   };
   void hold(const Pending& p);
   struct Segment {
+    uint64_t index = 0;
     std::string path;
     uint64_t step = trace::kNoStep;
     uint64_t begin_seq = 0;
@@ -96,6 +98,10 @@ class WindowedTraceWriter {
   void new_segment(const CaptureBoundary& b);
   void drop_oldest_segment();
   void assemble_ring();
+  bool ensure_ring_files();
+  void write_definitions(const trace::ChunkBuilder& c);
+  // Writes the state checkpoint and deletes the segments it covers (force: whatever the time).
+  void maybe_checkpoint(bool force);
   bool is_ring() const { return opts_.ring > 0; }
   // Written seq of a call written at old seq `s` (windows), or nullopt when `s` is in a gap.
   std::optional<uint64_t> written_seq(uint64_t s) const;
@@ -107,8 +113,6 @@ class WindowedTraceWriter {
   bool created_ = false, failed_ = false, finished_ = false;
   std::unique_ptr<trace::TraceWriter> file_;
   trace::ChunkBuilder out_;   // window mode: records waiting for the next write
-  std::vector<trace::ChunkBuilder> defs_;  // ring: every definition (chunks of at most 8 MiB), written first at assembly
-  std::vector<std::vector<uint8_t>> notices_;  // ring: notice bodies, written at assembly
   trace::LiveState live_;
   std::vector<Held> held_;
   std::vector<uint8_t> held_bytes_;
@@ -130,6 +134,10 @@ class WindowedTraceWriter {
   std::string ring_dir_;
   std::deque<Segment> segments_;
   trace::ChunkBuilder seg_out_;  // records for the newest segment
+  std::unique_ptr<trace::TraceWriter> defs_file_;  // <ring>/definitions.srace
+  std::vector<std::string> folded_;  // segments folded into live_, deleted at the next checkpoint
+  uint64_t newest_folded_ = ~0ull;   // the index of the newest folded segment
+  uint64_t last_checkpoint_ns_ = 0;
   bool prologue_dropped_ = false;
   bool seen_any_ = false;
   uint64_t next_segment_ = 0;

@@ -108,6 +108,6 @@ err=$("${clean[@]}" "$sr" run --ring 2 --window profiler --step-range s -- true 
 rc=$?
 check "ring with a window: exit 2" "2: streamrace run: error: ring cannot be combined with a window (steps, nvtx, profiler): a ring keeps the last N steps" "$rc: $err"
 err=$("${clean[@]}" "$sr" run -o ringout -- sh -c 'mkdir -p ringout/h-1.srace.ring' 2>&1)
-check "ring segments left behind are named" "streamrace run: warning: $tmp/ringout/h-1.srace.ring holds the ring segments of a process that died before it wrote its trace (killed?): its last steps are not analysed
+check "a ring left behind that cannot be salvaged is named" "streamrace run: warning: $tmp/ringout/h-1.srace.ring holds the ring of a process that died before it wrote its trace (killed?), and it could not be salvaged ($tmp/ringout/h-1.srace.ring/definitions.srace: cannot open: no such file or directory): its last steps are not analysed
 streamrace run: no process of the command used CUDA: no trace was written in $tmp/ringout" "$err"
 exit $fail

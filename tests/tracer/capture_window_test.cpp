@@ -3,6 +3,7 @@
 // other, an event between them, allocations made and freed along the way) recorded in ring
 // mode or inside a window, then analysed. Each racy job has a clean twin.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include "analyzer/analyzer.h"
 #include "tests/tracer/trace_contents.h"
 #include "traceformat/call_stream.h"
+#include "traceformat/ring_trace.h"
 #include "tracer/trace_recorder.h"
 
 namespace streamrace::tracer {
@@ -198,6 +200,54 @@ TEST(RingMode, LongRunKeepsTheLastStepsAndFindsTheirRace) {
   // The clean twin: nothing.
   const std::string clean = ring_job(dir, "clean.srace", 1000, ~0ull);
   EXPECT_TRUE(analyse(clean).findings.empty());
+  std::filesystem::remove_all(dir);
+}
+
+// A process killed before its exit leaves its ring on disk (segments since the last state
+// checkpoint, the checkpoint, the definitions); assembling it later gives a trace of those steps
+// that finds the race of the last steps and says it was salvaged.
+TEST(RingMode, AKilledProcessRingIsSalvaged) {
+  auto dir = temp_dir("salvage");
+  auto file = dir / "t.srace";
+  const std::string ring = file.string() + ".ring";
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    SyntheticJob job(options(file, "", "", "4"));
+    job.prologue();
+    for (uint64_t i = 0; i < 300; ++i) {
+      job.step(i, i == 297);
+      if (i % 10 == 0 || i == 299) job.recorder().flush();
+    }
+    _exit(0);  // no exit handler, no close: as if killed after its last flush
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_FALSE(std::filesystem::exists(file));
+  ASSERT_TRUE(std::filesystem::exists(trace::RingFiles::state(ring)));
+  trace::RingAssembly a = trace::assemble_ring(ring, file.string(), nullptr, true);
+  trace::remove_ring(ring);
+  EXPECT_FALSE(std::filesystem::exists(ring));
+  // Checkpoints come every 64 folded segments: the salvaged trace holds the 4 kept steps and
+  // the folded ones not yet checkpointed.
+  EXPECT_EQ(a.steps_seen, 300u);
+  EXPECT_GE(a.steps_kept, 4u);
+  EXPECT_LE(a.steps_kept, 4u + 64u);
+  auto r = analyse(file.string());
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].occurrences, 1u);
+  EXPECT_EQ(r.findings[0].kind, analysis::RaceKind::kReadAfterWrite);
+  const uint64_t first = 300 - a.steps_kept;
+  EXPECT_EQ(texts(r), (std::vector<std::string>{
+                          "warning: ring salvaged after the traced process died: steps " + std::to_string(first) +
+                              " to the last are kept, the last may be cut short, and calls not yet flushed are missing",
+                          "warning: ring trace (ring 4): the first " + std::to_string(first) + " steps and " +
+                              std::to_string(a.calls_dropped) +
+                              " calls in all were dropped; the trace holds a snapshot of their live state, then steps " +
+                              std::to_string(first) + " to the end. Races between a dropped call and a kept one are "
+                              "not reported"}));
+  EXPECT_EQ(testing::read_trace(file.string()).header.extra.at("ring_salvaged"), "1");
   std::filesystem::remove_all(dir);
 }
 

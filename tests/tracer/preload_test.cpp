@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "tests/tracer/trace_contents.h"
+#include "traceformat/ring_trace.h"
 
 namespace streamrace::tracer {
 namespace {
@@ -144,6 +145,34 @@ TEST_F(PreloadTest, RingModeAssemblesItsTraceAtExitAndAtAFatalSignal) {
   auto t = read_trace(files[0].string());
   EXPECT_EQ(t.header.extra.count("capture"), 0u);
   EXPECT_EQ(t.records.size() - t.of(RecordKind::kNotice).size(), 8u);
+}
+
+// SIGKILL: the ring stays on disk as the flusher left it, and assembling it gives the trace.
+TEST_F(PreloadTest, RingOfAKilledProcessIsLeftWholeAndSalvages) {
+  auto r = run("STREAMRACE_RING=2 STREAMRACE_STEP_RANGE=step RANK=0 FAKE_NCCL_LOG=/dev/null",
+               "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' kill");
+  EXPECT_EQ(r.rc, 128 + SIGKILL);
+  auto files = trace_files();
+  ASSERT_EQ(files.size(), 1u);
+  const std::string ring = files[0].string();
+  ASSERT_EQ(ring.substr(ring.size() - 11), ".srace.ring");
+  const std::string out = ring.substr(0, ring.size() - 5);
+  trace::RingAssembly a = trace::assemble_ring(ring, out, nullptr, true);
+  trace::remove_ring(ring);
+  EXPECT_EQ(a.steps_seen, 0u);
+  auto t = read_trace(out);
+  EXPECT_TRUE(t.stats.complete);
+  EXPECT_EQ(t.header.extra.at("ring_salvaged"), "1");
+  EXPECT_EQ(t.header.producer, "libstreamrace 0.1.0");
+  EXPECT_EQ(t.records.size() - t.of(RecordKind::kNotice).size(), 8u);
+  std::vector<std::string> notices;
+  for (const auto& n : t.of(RecordKind::kNotice))
+    notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+  EXPECT_EQ(notices, (std::vector<std::string>{
+                         "ring mode: no step marker (NVTX range 'step') was seen, so nothing was dropped: the whole "
+                         "run is one step",
+                         "ring salvaged after the traced process died: steps from the start to the last are kept, the "
+                         "last may be cut short, and calls not yet flushed are missing"}));
 }
 
 TEST_F(PreloadTest, NcclCallsInALocalScopeReachTheRealLibraryAndTheTrace) {
