@@ -397,7 +397,7 @@ void WindowedTraceWriter::drop_oldest_segment() {
 }
 
 void WindowedTraceWriter::maybe_checkpoint(bool force) {
-  if (folded_.empty()) return;
+  if (newest_folded_ == ~0ull || (folded_.empty() && !force)) return;  // nothing folded (since the last)
   const uint64_t now = monotonic_ns();
   if (!force && folded_.size() < 64 && now - last_checkpoint_ns_ < 10'000'000'000ull) return;
   last_checkpoint_ns_ = now;
@@ -443,7 +443,8 @@ void WindowedTraceWriter::assemble_ring() {
     } catch (const std::exception&) {
     }
   }
-  maybe_checkpoint(true);
+  // The last checkpoint: also when nothing was folded since the one before, for the late calls.
+  if (b0 > 0) maybe_checkpoint(true);
   if (!ensure_ring_files()) return;
   try {
     defs_file_->close();
