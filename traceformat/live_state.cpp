@@ -95,11 +95,13 @@ void LiveState::observe(const RecordView& r) {
   }
 }
 
-uint64_t LiveState::write_snapshot(ChunkBuilder& out, uint64_t first_seq) const {
+uint64_t LiveState::write_snapshot(ChunkBuilder& out, uint64_t first_seq,
+                                   const std::function<void(ChunkBuilder&)>& full) const {
   uint64_t seq = first_seq;
   auto put = [&](auto rec) {
     rec.call.seq = seq++;
     out.add(rec);
+    if (full && out.bytes() > (8u << 20)) full(out);
   };
   for (const auto& [h, s] : streams_) put(s);
   for (const auto& [h, e] : events_) {

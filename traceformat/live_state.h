@@ -28,7 +28,10 @@ class LiveState {
   // Appends the snapshot to `out`, giving the n-th call record seq `first_seq + n`; returns
   // how many records it wrote. Order: streams, events (create, then last record), comms,
   // allocations, allocator segments, blocks (then their pending free requests).
-  uint64_t write_snapshot(ChunkBuilder& out, uint64_t first_seq) const;
+  // `full`, if set, is called whenever `out` holds more than 8 MiB (a chunk holds at most
+  // 64 MiB): it writes and clears it.
+  uint64_t write_snapshot(ChunkBuilder& out, uint64_t first_seq,
+                          const std::function<void(ChunkBuilder&)>& full = {}) const;
   LiveStateCounts counts() const;
 
  private:

@@ -123,8 +123,13 @@ RingAssembly assemble_ring(const std::string& dir, const std::string& out, const
     m.calls_left_out = b0;
     head.add(m);
     uint64_t seq = 1;
-    for (size_t i = 0; i < snapshot.size(); ++i)
+    for (size_t i = 0; i < snapshot.size(); ++i) {
       add_renumbered(head, RecordView{snapshot_kinds[i], snapshot[i]}, seq++);
+      if (head.bytes() > (8u << 20)) {  // a chunk holds at most 64 MiB
+        w.write_chunk(head);
+        head.clear();
+      }
+    }
     CaptureMark end = m;
     end.call.seq = seq;
     end.action = CaptureAction::kStateEnd;

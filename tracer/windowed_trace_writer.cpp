@@ -236,7 +236,7 @@ void WindowedTraceWriter::open_window(const CaptureBoundary& b) {
   m.steps_dropped = gap_steps_;
   m.calls_left_out = gap_calls_;
   out_.add(m);
-  const uint64_t k = live_.write_snapshot(out_, seq0 + 1);
+  const uint64_t k = live_.write_snapshot(out_, seq0 + 1, [this](ChunkBuilder&) { flush_pending_out(); });
   out_.add(mark(b.call, CaptureAction::kStateEnd, seq0 + 1 + k));
   intervals_.push_back(Interval{b.call.seq + 1, ~0ull, seq0 + 2 + k});
   written_ = seq0 + 2 + k;
@@ -410,7 +410,10 @@ void WindowedTraceWriter::maybe_checkpoint(bool force) {
     ::unlink(tmp.c_str());
     trace::TraceWriter w(tmp, h);
     ChunkBuilder c;
-    live_.write_snapshot(c, 0);
+    live_.write_snapshot(c, 0, [&w](ChunkBuilder& full) {
+      w.write_chunk(full);
+      full.clear();
+    });
     w.write_chunk(c);
     w.close();
     if (::rename(tmp.c_str(), trace::RingFiles::state(ring_dir_).c_str()) != 0) return;  // the segments stay
