@@ -10,12 +10,13 @@
 #pragma once
 
 #include <cstdlib>
-#include "tracer/capture_options.h"
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "tracer/capture_options.h"
 
 namespace streamrace::tracer {
 
