@@ -130,6 +130,15 @@ void HappensBefore::host_joins_device(uint32_t device, uint32_t thread) {
   if (changed) host_changed();
 }
 
+void HappensBefore::barrier() {
+  for (StreamState* s : by_slot_)
+    if (s) {
+      host_.join(s->vc);
+      for (auto& [t, h] : thread_hosts_) h.join(s->vc);
+    }
+  host_changed();
+}
+
 StreamState& HappensBefore::begin_op(uint64_t handle, uint32_t thread) {
   StreamState& s = stream(handle);
   apply_host(s, thread);

@@ -84,6 +84,9 @@ class HappensBefore {
   void host_joins_event(uint64_t event, uint32_t thread);   // cudaEventSynchronize, query==success
   void host_joins_stream(uint64_t stream, uint32_t thread); // cudaStreamSynchronize, query==success
   void host_joins_device(uint32_t device, uint32_t thread); // cudaDeviceSynchronize, cudaFree, ...
+  // A capture window opens (CaptureMark): every host clock joins every stream, so everything
+  // before it is ordered before everything after it (docs/long-runs.md).
+  void barrier();
   // What host `thread` has observed (the shared host clock unless threads are kept separate).
   const VectorClock& host_clock(uint32_t thread) { return host(thread); }
 

@@ -89,6 +89,30 @@ void TraceAnalysis::run() {
                                     "not measure graph nodes yet; their accesses are the default tier's (pointer "
                                     "arguments, possible findings at most)",
                                     precise_graph_kernels_)});
+  if (capture_opens_ > 0 || h.extra.count("capture")) {
+    auto cap = h.extra.find("capture");
+    const std::string what = cap != h.extra.end() ? cap->second : "capture window";
+    if (capture_reason_ == uint8_t(CaptureReason::kRing)) {
+      notices_.push_back({"warning", path_,
+                          fmt::format("ring trace ({}): the first {} steps and {} calls in all were dropped; the "
+                                      "trace holds a snapshot of their live state, then steps {} to the end. Races "
+                                      "between a dropped call and a kept one are not reported",
+                                      what, capture_steps_dropped_, capture_calls_left_out_, capture_first_step_)});
+    } else if (capture_opens_ > 0) {
+      notices_.push_back({"warning", path_,
+                          fmt::format("windowed trace ({}): {} window{} recorded; {} calls ({} steps) before {} were "
+                                      "not recorded and count as complete at each window's start. Races that involve "
+                                      "an unrecorded call are not reported",
+                                      what, capture_opens_, capture_opens_ == 1 ? "" : "s", capture_calls_left_out_,
+                                      capture_steps_dropped_, capture_opens_ == 1 ? "it" : "them")});
+    } else if (auto seen = h.extra.find("ring_steps_seen"); seen != h.extra.end()) {
+      notices_.push_back({"info", path_,
+                          fmt::format("ring trace ({}): nothing was dropped ({} steps seen)", what, seen->second)});
+    } else {
+      notices_.push_back({"warning", path_,
+                          fmt::format("windowed trace ({}): the window never opened, so no call was recorded", what)});
+    }
+  }
   summary_.records = stream.read_stats().records;
   summary_.complete = stream.read_stats().complete;
   summary_.truncated = stream.read_stats().truncated;
@@ -263,6 +287,18 @@ void TraceAnalysis::dispatch(const RecordView& r) {
       return;
     case RecordKind::kOpTiming:
       return;
+    case RecordKind::kCaptureMark: {
+      auto m = r.as<CaptureMark>();
+      if (m.action != CaptureAction::kWindowOpen) return;
+      // Everything before the window counts as complete and ordered before it; the snapshot
+      // that follows re-creates what is still live.
+      hb_.barrier();
+      if (capture_opens_++ == 0) capture_first_step_ = m.step;
+      capture_reason_ = uint8_t(m.reason);
+      capture_steps_dropped_ += m.steps_dropped;
+      capture_calls_left_out_ += m.calls_left_out;
+      return;
+    }
   }
   // Unknown kinds from a newer writer are skipped.
 }

@@ -152,6 +152,10 @@ class TraceAnalysis {
   };
   std::unordered_map<uint32_t, ExecRun> exec_runs_;  // by GraphCaptures::Exec::id
   uint64_t next_virtual_stream_ = 0;
+  // Capture windows and ring mode: what the CaptureMark records said (one notice at the end).
+  uint64_t capture_opens_ = 0, capture_steps_dropped_ = 0, capture_calls_left_out_ = 0;
+  uint64_t capture_first_step_ = ~0ull;
+  uint8_t capture_reason_ = 0;
   uint64_t unanalysed_launches_ = 0, unnamed_captured_ops_ = 0, precise_graph_kernels_ = 0;
   std::map<std::string, uint64_t> unanalysed_why_;  // reason -> launches
   int comm_rank_ = -1, comm_size_ = 0;

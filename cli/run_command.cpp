@@ -26,6 +26,7 @@
 #include "report/closing_summary.h"
 #include "report/output_file.h"
 #include "report/text_report.h"
+#include "traceformat/ring_trace.h"
 #include "traceformat/trace_file.h"
 #include "tracer/tracer_settings.h"
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
@@ -70,6 +71,10 @@ const char* run_option_of(const TracerSetting& s) {
       {"timing", "--timing"},
       {"host_accesses", "--host-accesses"},
       {"torch_allocator", "--torch-allocator 0|1"},
+      {"step_range", "--step-range NAME"},
+      {"steps", "--steps A:B"},
+      {"window", "--window nvtx:NAME|profiler"},
+      {"ring", "--ring N"},
       {"disable", ""},
       {"precise", "--precise[=all|auto|REGEX]"},
       {"precise_start", "--precise-start WHEN"},
@@ -122,6 +127,14 @@ std::map<const TracerSetting*, std::string> resolve_settings(const RunArgs& a, s
   };
   check("stacks", {"auto", "native", "python", "none"});
   check("precise_start", {"load", "init"});
+  if (error.empty()) {
+    auto get = [&](const char* key) {
+      auto it = values.find(tracer::find_tracer_setting(key));
+      return it == values.end() ? std::string() : it->second;
+    };
+    std::string why;
+    if (!tracer::parse_capture_options(get("steps"), get("window"), get("ring"), get("step_range"), &why)) error = why;
+  }
   return error.empty() ? values : std::map<const TracerSetting*, std::string>{};
 }
 
@@ -160,6 +173,20 @@ std::string find_tracer_library() {
     if (is_file(p) && realpath(p.c_str(), real)) return real;
   }
   return "";
+}
+
+// The ring directories (`--ring`, `<trace>.srace.ring`) in `dir`: a process that died before it
+// assembled its ring leaves one.
+std::set<std::string> list_rings(const std::string& dir) {
+  std::set<std::string> out;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.size() > 11 && name.compare(name.size() - 11, 11, ".srace.ring") == 0) out.insert(name);
+    }
+    closedir(d);
+  }
+  return out;
 }
 
 std::set<std::string> list_traces(const std::string& dir) {
@@ -297,6 +324,7 @@ Launch launch_traced(const RunArgs& a, std::map<const TracerSetting*, std::strin
                      const TracerSetting* precise_setting) {
   Launch out;
   const std::set<std::string> before = list_traces(dir);
+  const std::set<std::string> rings_before = list_rings(dir);
   std::string preload = lib;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) preload += std::string(":") + old;
   if (const char* inj = std::getenv("CUDA_INJECTION64_PATH"); inj && *inj && lib != inj)
@@ -368,6 +396,35 @@ Launch launch_traced(const RunArgs& a, std::map<const TracerSetting*, std::strin
 
   for (const auto& name : list_traces(dir))
     if (!before.count(name)) out.traces.push_back(dir + "/" + name);
+  // A ring (--ring) is assembled into its trace when the process exits; a ring left behind
+  // means the process died before it could (SIGKILL, the OOM killer): salvaged here, never
+  // silently.
+  for (const auto& name : list_rings(dir)) {
+    if (rings_before.count(name)) continue;
+    const std::string ring = dir + "/" + name;
+    const std::string trace = ring.substr(0, ring.size() - 5);
+    std::string why;
+    struct stat st;
+    if (lstat(trace.c_str(), &st) == 0) {
+      why = trace + " exists";
+    } else {
+      try {
+        trace::RingAssembly r = trace::assemble_ring(ring, trace, nullptr, true);
+        trace::remove_ring(ring);
+        std::cerr << "streamrace run: warning: " << ring
+                  << " was left by a process that died before it wrote its trace (killed?): salvaged into " << trace
+                  << " (" << r.steps_kept << " of " << r.steps_seen << " steps; the last may be cut short)\n";
+        out.traces.push_back(trace);
+        continue;
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+    }
+    std::cerr << "streamrace run: warning: " << ring
+              << " holds the ring of a process that died before it wrote its trace (killed?), and it could not be "
+                 "salvaged ("
+              << why << "): its last steps are not analysed\n";
+  }
   if (out.traces.empty()) {
     std::cerr << "streamrace run: no process of the command used CUDA: no trace was written in " << dir << "\n";
     out.exit_status = cmd_status;
@@ -577,6 +634,23 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                       "0 leaves PyTorch's caching allocator unobserved: kernel extents then reach to the end of "
                       "its cudaMalloc segments (STREAMRACE_TORCH_ALLOCATOR)")
           ->type_name("0|1");
+  auto* step_range = sub->add_option("--step-range",
+                                     "The step marker: each push of the NVTX range NAME starts a step, for --steps "
+                                     "and --ring (docs/long-runs.md; STREAMRACE_STEP_RANGE)")
+                         ->type_name("NAME");
+  auto* steps = sub->add_option("--steps",
+                                "Write only steps A to B-1 (from 0; A: for all from A), counted by --step-range; what "
+                                "the earlier calls left live is written as a snapshot (STREAMRACE_STEPS)")
+                    ->type_name("A:B");
+  auto* window = sub->add_option("--window",
+                                 "Write only inside NVTX ranges named NAME (nvtx:NAME) or between cudaProfilerStart "
+                                 "and cudaProfilerStop (profiler) (STREAMRACE_WINDOW)")
+                     ->type_name("nvtx:NAME|profiler");
+  auto* ring = sub->add_option("--ring",
+                               "Keep only the last N steps (counted by --step-range) and a snapshot of the state "
+                               "before them: the trace stays the size of N steps however long the run "
+                               "(STREAMRACE_RING)")
+                   ->type_name("N");
   auto* precise_start = sub->add_option(
       "--precise-start", "Precise mode: start the Sanitizer session at load (default) or init (STREAMRACE_PRECISE_START)")
                             ->type_name("WHEN");
@@ -615,6 +689,7 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
     if (host_accesses->count()) st["host_accesses"] = "1";
     if (precise_debug->count()) st["precise_debug"] = "1";
     for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"native_unwind", native_unwind}, {"kernel_signatures", kernel_signatures}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
+                            {"step_range", step_range}, {"steps", steps}, {"window", window}, {"ring", ring},
                             {"precise_patches", precise_patches}, {"precise_module_filter", module_filter}})
       if (opt->count()) st[key] = opt->as<std::string>();
     return run_traced(*args);

@@ -96,6 +96,7 @@ size_t record_fixed_size(RecordKind kind) {
     case RecordKind::kGraphEdit: return sizeof(GraphEdit);
     case RecordKind::kOpTiming: return sizeof(OpTiming);
     case RecordKind::kNotice: return sizeof(NoticeHead);
+    case RecordKind::kCaptureMark: return sizeof(CaptureMark);
   }
   return 0;
 }
@@ -217,6 +218,18 @@ void CallStream::check(const RecordView& r) {
           check_id("kernel name id", k.name_id);
         }
       }
+      break;
+    }
+    case RecordKind::kCaptureMark: {
+      auto m = r.as<CaptureMark>();
+      if (m.action < CaptureAction::kStep || m.action > CaptureAction::kWindowClose)
+        bad(fmt::format("action {} is not one of 1 (step), 2 (window open), 3 (state end), 4 (window close)",
+                        unsigned(m.action)));
+      if (m.reason < CaptureReason::kSteps || m.reason > CaptureReason::kRing)
+        bad(fmt::format("reason {} is not one of 1 (steps), 2 (NVTX range), 3 (profiler), 4 (ring)", unsigned(m.reason)));
+      if (m.calls_left_out < m.steps_dropped)
+        bad(fmt::format("{} steps dropped but only {} calls left out (every step has its marker)", m.steps_dropped,
+                        m.calls_left_out));
       break;
     }
     default:

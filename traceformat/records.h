@@ -16,7 +16,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the trace format is li
 
 inline constexpr char kFileMagic[8] = {'S', 'R', 'A', 'C', 'E', 'T', 'R', 'C'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 2;  // 1.1: StreamCapture.graph, GraphCall; 1.2: GraphEdit, GraphCall.flags, HostAccess
+inline constexpr uint16_t kVersionMinor = 3;  // 1.1: StreamCapture.graph, GraphCall; 1.2: GraphEdit, GraphCall.flags, HostAccess; 1.3: CaptureMark
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843;  // "CHNK"
 inline constexpr uint32_t kMaxChunkBytes = 64u << 20;  // sanity bound on raw and stored size
 inline constexpr uint32_t kMaxHeaderBytes = 1u << 20;
@@ -63,6 +63,7 @@ enum class RecordKind : uint16_t {
   kGraphEdit = 63,  // 1.2: the explicit graph API (graphs created, cloned; nodes, edges, node parameters)
   kOpTiming = 70,
   kNotice = 80,
+  kCaptureMark = 81,  // 1.3: capture windows and ring mode (docs/long-runs.md)
 };
 
 const char* record_kind_name(RecordKind kind);
@@ -552,6 +553,39 @@ struct NoticeHead {
   SR_RECORD(kNotice);
   NoticeLevel level;
 };
+
+// Capture windows and ring mode (1.3, docs/long-runs.md). A trace that records only part of a run
+// (`--steps A:B`, an NVTX range, cudaProfilerStart/Stop, `--ring N`) says where its parts begin
+// and end with these records, in call order. At kWindowOpen, the calls before it that were not
+// written (`calls_left_out` of them in all, `steps_dropped` whole steps) count as complete and
+// ordered before everything after it; the records up to the matching kStateEnd are a snapshot
+// of what those calls left behind (live streams, events and their last record, communicators,
+// allocations and allocator blocks), each with the CallInfo of the call that made it.
+enum class CaptureAction : uint8_t {
+  kStep = 1,        // step `step` begins (counted by the step marker)
+  kWindowOpen = 2,  // recording starts here; a state snapshot follows
+  kStateEnd = 3,    // the snapshot is over
+  kWindowClose = 4, // recording stops here
+};
+enum class CaptureReason : uint8_t {
+  kSteps = 1,     // --steps A:B
+  kNvtxRange = 2, // inside an NVTX range of a given name
+  kProfiler = 3,  // between cudaProfilerStart and cudaProfilerStop
+  kRing = 4,      // --ring N: the last N steps
+};
+struct CaptureMark {
+  SR_RECORD(kCaptureMark);
+  CallInfo call;
+  uint64_t step;            // the step this mark is in (UINT64_MAX: before the first step marker)
+  uint64_t steps_dropped;   // kWindowOpen: whole steps before it that were not written
+  uint64_t calls_left_out;  // kWindowOpen: calls before it that were not written, in all
+  CaptureAction action;
+  CaptureReason reason;
+  uint16_t reserved0;
+  uint32_t reserved1;
+};
+static_assert(sizeof(CaptureMark) == 64);
+inline constexpr uint64_t kNoStep = ~0ull;
 
 #undef SR_RECORD
 

@@ -238,6 +238,19 @@ void TraceBuilder::host_access(uint64_t addr, AccessDir dir, uint32_t page_bytes
   maybe_flush();
 }
 
+void TraceBuilder::capture_mark(CaptureAction action, CaptureReason reason, uint64_t step, uint64_t steps_dropped,
+                                uint64_t calls_left_out) {
+  CaptureMark m{};
+  m.call = call(action == CaptureAction::kWindowClose ? "cudaProfilerStop" : "nvtxRangePushA");
+  m.action = action;
+  m.reason = reason;
+  m.step = step;
+  m.steps_dropped = steps_dropped;
+  m.calls_left_out = calls_left_out;
+  chunk_.add(m);
+  maybe_flush();
+}
+
 uint64_t TraceBuilder::comm_init(int32_t rank, int32_t nranks, uint64_t comm, uint64_t parent, uint32_t device) {
   if (!comm) comm = next_handle_++;
   chunk_.add(NcclCommInit{call(parent ? "ncclCommSplit" : "ncclCommInitRank"), comm, parent, rank, nranks, device, 0});

@@ -104,6 +104,9 @@ class TraceBuilder {
   void graph_edges(GraphEditAction action, uint64_t graph, const std::vector<uint64_t>& from,
                    const std::vector<uint64_t>& to, uint16_t flags = 0);
   void graph_destroy_node(uint64_t node);
+  // A capture window or ring mark (1.3, docs/long-runs.md).
+  void capture_mark(CaptureAction action, CaptureReason reason, uint64_t step, uint64_t steps_dropped = 0,
+                    uint64_t calls_left_out = 0);
   void timing(uint64_t correlation, uint64_t start_ns, uint64_t end_ns, uint32_t device = 0);
   void notice(NoticeLevel level, std::string_view text);
 

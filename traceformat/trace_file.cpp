@@ -102,6 +102,7 @@ const char* record_kind_name(RecordKind kind) {
     case RecordKind::kGraphEdit: return "GraphEdit";
     case RecordKind::kOpTiming: return "OpTiming";
     case RecordKind::kNotice: return "Notice";
+    case RecordKind::kCaptureMark: return "CaptureMark";
   }
   return "Unknown";
 }

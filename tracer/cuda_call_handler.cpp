@@ -50,6 +50,7 @@ std::vector<uint32_t> cbids_of(ApiDomain domain) {
 
 CudaCallHandler::CudaCallHandler(TraceRecorder& rec, AllocationTable& allocs, CudaQueries& queries, StackCapture* stacks)
     : rec_(&rec),
+      markers_(rec),
       allocs_(allocs),
       queries_(queries),
       stacks_(stacks),
@@ -58,6 +59,7 @@ CudaCallHandler::CudaCallHandler(TraceRecorder& rec, AllocationTable& allocs, Cu
 
 void CudaCallHandler::set_recorder(TraceRecorder& rec) {
   rec_ = &rec;
+  markers_.set_recorder(rec);
   for (auto& n : runtime_names_) n.store(0);
   for (auto& n : driver_names_) n.store(0);
 }
@@ -243,6 +245,10 @@ void CudaCallHandler::emit(const CudaCall& call, const Emission& e) {
   using namespace trace;
   switch (call.kind) {
     case CallKind::kScopeOnly:
+      return;
+    case CallKind::kProfilerStart:
+    case CallKind::kProfilerStop:
+      markers_.profiler(call.kind == CallKind::kProfilerStart, e.api);
       return;
     case CallKind::kStreamCreate:
       return record<StreamCreate>(e.api, [&](auto& r) {

@@ -23,6 +23,7 @@
 #include "tracer/cuda_queries.h"
 #include "tracer/host_access_tracker.h"
 #include "tracer/stack_capture.h"
+#include "tracer/step_markers.h"
 #include "tracer/torch_allocator_hook.h"
 #include "tracer/trace_recorder.h"
 
@@ -67,9 +68,12 @@ class CudaCallHandler {
   // drained of the host accesses it caught at the start of every call.
   void set_host_access_tracker(HostAccessTracker* t) { host_ = t; }
   TraceRecorder& recorder() { return *rec_; }
+  // Step markers and capture window edges (NVTX ranges reach it from CuptiSession).
+  StepMarkers& markers() { return markers_; }
   AllocationTable& allocations() { return allocs_; }
   CudaQueries& queries() { return queries_; }
-  uint32_t capture_stack() { return stacks_ ? stacks_->capture() : 0; }
+  // Between capture windows no stack is taken: the calls are not written.
+  uint32_t capture_stack() { return stacks_ && rec_->recording_hint() ? stacks_->capture() : 0; }
   uint32_t device_of(uint64_t context);
 
  private:
@@ -110,6 +114,7 @@ class CudaCallHandler {
   uint32_t kernel_name_id(uint64_t func, const char* name);
 
   TraceRecorder* rec_;
+  StepMarkers markers_;
   AllocationTable& allocs_;
   CudaQueries& queries_;
   StackCapture* stacks_;

@@ -1016,6 +1016,8 @@ const CallSpec kTable[] = {
     SR_RT(cudaMemcpy3DAsync_v3020, "cudaMemcpy3DAsync", kScopeOnly, kLegacy, nullptr),
     SR_RT(cudaMallocArray_v3020, "cudaMallocArray", kScopeOnly, kLegacy, nullptr),
     SR_RT(cudaSetDevice_v3020, "cudaSetDevice", kScopeOnly, kLegacy, nullptr),
+    SR_RT(cudaProfilerStart_v4000, "cudaProfilerStart", kProfilerStart, kLegacy, nullptr),
+    SR_RT(cudaProfilerStop_v4000, "cudaProfilerStop", kProfilerStop, kLegacy, nullptr),
 
     // ---- driver: launches
     SR_DR(cuLaunchKernel, "cuLaunchKernel", kKernelLaunch, kLegacy, driver_launch<SR_P(cuLaunchKernel)>),
@@ -1089,6 +1091,8 @@ const CallSpec kTable[] = {
     SR_DR(cuCtxSynchronize, "cuCtxSynchronize", kDeviceSynchronize, kLegacy, nullptr),
     // The _v2 form names a context; the device is still the callback's context's.
     SR_DR(cuCtxSynchronize_v2, "cuCtxSynchronize_v2", kDeviceSynchronize, kLegacy, nullptr),
+    SR_DR(cuProfilerStart, "cuProfilerStart", kProfilerStart, kLegacy, nullptr),
+    SR_DR(cuProfilerStop, "cuProfilerStop", kProfilerStop, kLegacy, nullptr),
     SR_DR(cuGraphLaunch, "cuGraphLaunch", kGraphLaunch, kLegacy, graph_launch<SR_P(cuGraphLaunch)>),
     SR_DR(cuGraphLaunch_ptsz, "cuGraphLaunch", kGraphLaunch, kPerThread, graph_launch<SR_P(cuGraphLaunch_ptsz)>),
     SR_DR(cuStreamBeginCapture_v2, "cuStreamBeginCapture_v2", kStreamCapture, kLegacy, (capture<SR_P(cuStreamBeginCapture_v2), true>)),
@@ -1195,6 +1199,8 @@ std::optional<trace::RecordKind> record_kind_of(CallKind kind) {
     case CallKind::kStreamCapture: return RecordKind::kStreamCapture;
     case CallKind::kGraphCall: return RecordKind::kGraphCall;
     case CallKind::kGraphEdit: return RecordKind::kGraphEdit;
+    case CallKind::kProfilerStart:
+    case CallKind::kProfilerStop: return std::nullopt;  // a CaptureMark, and only in a profiler window
   }
   return std::nullopt;
 }

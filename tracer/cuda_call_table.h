@@ -43,6 +43,8 @@ enum class CallKind : uint8_t {
   kStreamCapture,
   kGraphCall,  // instantiate, exec update, destroys, capture dependencies (GraphCall record)
   kGraphEdit,  // the explicit graph API: graphs created and cloned, nodes, edges (GraphEdit record)
+  kProfilerStart,  // cudaProfilerStart: a capture window edge with window=profiler (CaptureMark), else nothing
+  kProfilerStop,
 };
 
 // The trace record a call kind becomes (nullopt: none).

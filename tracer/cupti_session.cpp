@@ -33,6 +33,10 @@ std::atomic<CudaCallHandler*> g_handler{nullptr};
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   CudaCallHandler* h = g_handler.load(std::memory_order_acquire);
   if (h == nullptr || data == nullptr) return;
+  if (domain == CUPTI_CB_DOMAIN_NVTX) {
+    h->markers().on_nvtx(cbid, static_cast<const CUpti_NvtxData*>(data)->functionParams);
+    return;
+  }
   self_time::Scope timed(self_time::kCupti);
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
@@ -97,11 +101,8 @@ void find(void* lib, F& fn, const char* name) {
   fn = reinterpret_cast<F>(dlsym(lib, name));
 }
 
-}  // namespace
-
-bool CuptiSession::load() {
-  if (lib_) return true;
-  // Prefer a CUPTI the process already holds (PyTorch wheels bring their own).
+// Prefer a CUPTI the process already holds (PyTorch wheels bring their own).
+void* open_cupti() {
   const char* candidates[] = {"libcupti.so.13", "/usr/local/cuda/lib64/libcupti.so.13",
                               "/usr/local/cuda/extras/CUPTI/lib64/libcupti.so.13", "libcupti.so"};
   void* lib = dlopen("libcupti.so.13", RTLD_NOW | RTLD_NOLOAD);
@@ -109,6 +110,22 @@ bool CuptiSession::load() {
     if (lib) break;
     lib = dlopen(c, RTLD_NOW | RTLD_LOCAL);
   }
+  return lib;
+}
+
+}  // namespace
+
+int cupti_nvtx_injection(void* get_export_table) {
+  void* lib = open_cupti();
+  if (!lib) return 0;
+  using Init = int (*)(void*);
+  auto init = reinterpret_cast<Init>(dlsym(lib, "InitializeInjectionNvtx2"));
+  return init ? init(get_export_table) : 0;
+}
+
+bool CuptiSession::load() {
+  if (lib_) return true;
+  void* lib = open_cupti();
   if (!lib) return false;
   find(lib, g_fn.subscribe, "cuptiSubscribe");
   find(lib, g_fn.subscribe_v2, "cuptiSubscribe_v2");
@@ -160,6 +177,10 @@ std::string CuptiSession::start(CudaCallHandler& handler, bool timing) {
   subscriber_ = sub;
   for (uint32_t cb : CudaCallHandler::runtime_cbids()) g_fn.enable_callback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, cb);
   for (uint32_t cb : CudaCallHandler::driver_cbids()) g_fn.enable_callback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, cb);
+  // Step markers and NVTX windows (docs/long-runs.md): only when the capture counts steps or
+  // follows a range, so that other programs' NVTX calls cost nothing.
+  if (handler.recorder().capture().wants_nvtx())
+    for (uint32_t cb : StepMarkers::nvtx_cbids()) g_fn.enable_callback(1, sub, CUPTI_CB_DOMAIN_NVTX, cb);
   if (timing && g_fn.activity_register && g_fn.activity_enable && g_fn.activity_next) {
     if (g_fn.activity_timestamp) g_fn.activity_timestamp(timestamp_now);
     if (g_fn.activity_register(buffer_requested, buffer_completed) == CUPTI_SUCCESS) {

@@ -31,4 +31,8 @@ class CuptiSession {
   std::string path_;
 };
 
+// NVTX's injection entry (InitializeInjectionNvtx2) handed on to CUPTI's own, so that NVTX
+// calls reach CUPTI's NVTX callback domain; 0 when CUPTI cannot be loaded.
+int cupti_nvtx_injection(void* get_export_table);
+
 }  // namespace streamrace::tracer

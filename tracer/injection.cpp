@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "tracer/cupti_session.h"
 #include "tracer/tracer_process.h"
 
 using streamrace::tracer::TracerProcess;
@@ -41,6 +42,15 @@ __attribute__((constructor)) void streamrace_on_load() {
   const char* current = getenv("CUDA_INJECTION64_PATH");
   if (current == nullptr || *current == '\0') {
     if (const char* self = own_path()) setenv("CUDA_INJECTION64_PATH", self, 0);
+  }
+  // Step markers and NVTX windows need NVTX's calls: the library is the NVTX injection, which
+  // hands NVTX to CUPTI (InitializeInjectionNvtx2 below). Only then, and only if unclaimed
+  // (Nsight Systems sets its own).
+  if (TracerProcess::capture_wants_nvtx()) {
+    const char* nvtx = getenv("NVTX_INJECTION64_PATH");
+    if (nvtx == nullptr || *nvtx == '\0') {
+      if (const char* self = own_path()) setenv("NVTX_INJECTION64_PATH", self, 0);
+    }
   }
 }
 
@@ -76,6 +86,16 @@ extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int statu
 extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
   if (TracerProcess::enabled()) TracerProcess::get().at_quick_exit();
   real_exit("_Exit", status);
+}
+
+// Called by NVTX at a program's first NVTX call when NVTX_INJECTION64_PATH names this library.
+extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(void* get_export_table) {
+  if (!TracerProcess::enabled()) return 0;
+  try {
+    return streamrace::tracer::cupti_nvtx_injection(get_export_table);
+  } catch (...) {
+    return 0;
+  }
 }
 
 // Called by the CUDA driver during cuInit when CUDA_INJECTION64_PATH names this library.

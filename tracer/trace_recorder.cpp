@@ -9,6 +9,8 @@
 
 #include <cstdio>
 
+#include "tracer/windowed_trace_writer.h"
+
 namespace streamrace::tracer {
 
 uint64_t monotonic_ns() {
@@ -31,7 +33,54 @@ struct TraceRecorder::ThreadSlot {
   }
 };
 
-TraceRecorder::TraceRecorder(RecorderOptions opts) : id_(g_next_recorder_id.fetch_add(1)), opts_(std::move(opts)) {}
+TraceRecorder::TraceRecorder(RecorderOptions opts) : id_(g_next_recorder_id.fetch_add(1)), opts_(std::move(opts)) {
+  if (opts_.capture.active()) {
+    windowed_ = std::make_unique<WindowedTraceWriter>(opts_.capture, opts_.path, [this] {
+      // Called under flush_mu_.
+      trace::TraceHeader h = prepared_header_ ? *prepared_header_
+                                              : (opts_.header_provider ? opts_.header_provider() : trace::TraceHeader{});
+      h.capture_status = capture_status_;
+      return h;
+    });
+    recording_hint_.store(opts_.capture.ring > 0);
+  }
+}
+
+void TraceRecorder::mark_step(uint32_t api_id) {
+  if (!windowed_ || closed_.load(std::memory_order_relaxed)) return;
+  start_once();
+  CaptureBoundary b;
+  b.call.thread = buffer().index;  // before marks_mu_: buffer() may take registry_mu_
+  b.call.api_id = api_id;
+  b.action = trace::CaptureAction::kStep;
+  std::lock_guard lock(marks_mu_);
+  b.call.seq = seq_.fetch_add(1, std::memory_order_relaxed);
+  b.call.host_ts_ns = monotonic_ns();
+  b.step = next_step_++;
+  const CaptureOptions& o = opts_.capture;
+  if (o.window == CaptureOptions::Window::kSteps)
+    recording_hint_.store(b.step >= o.first_step && b.step < o.end_step, std::memory_order_relaxed);
+  marks_.push_back(b);
+}
+
+void TraceRecorder::mark_window(bool open, uint32_t api_id) {
+  if (!windowed_ || closed_.load(std::memory_order_relaxed)) return;
+  const CaptureOptions::Window w = opts_.capture.window;
+  if (w != CaptureOptions::Window::kNvtxRange && w != CaptureOptions::Window::kProfiler) return;
+  start_once();
+  CaptureBoundary b;
+  b.call.thread = buffer().index;
+  b.call.api_id = api_id;
+  b.action = open ? trace::CaptureAction::kWindowOpen : trace::CaptureAction::kWindowClose;
+  std::lock_guard lock(marks_mu_);
+  if (window_open_ == open) return;
+  window_open_ = open;
+  b.call.seq = seq_.fetch_add(1, std::memory_order_relaxed);
+  b.call.host_ts_ns = monotonic_ns();
+  b.step = next_step_ ? next_step_ - 1 : trace::kNoStep;
+  recording_hint_.store(open, std::memory_order_relaxed);
+  marks_.push_back(b);
+}
 
 TraceRecorder::~TraceRecorder() {
   try {
@@ -154,6 +203,9 @@ bool TraceRecorder::ensure_open_locked(trace::TraceHeader* prepared) {
 
 void TraceRecorder::open_now() {
   start_once();
+  // A windowed trace is created by its writer, which writes whatever it was given at close
+  // (a capture failure's notice included).
+  if (windowed_) return;
   trace::TraceHeader h;
   bool need = false;
   {
@@ -165,7 +217,11 @@ void TraceRecorder::open_now() {
   ensure_open_locked(need && opts_.header_provider ? &h : nullptr);
 }
 
-void TraceRecorder::flush_locked(bool nonblocking) {
+void TraceRecorder::flush_locked(bool nonblocking, bool final) {
+  if (windowed_) {
+    flush_windowed_locked(nonblocking, final);
+    return;
+  }
   // 1. Drain the thread buffers first: every record drained here was appended after the
   //    strings and stacks it names were interned, so step 2 sees all of them.
   std::vector<trace::ChunkBuilder> drained;
@@ -247,6 +303,79 @@ void TraceRecorder::flush_locked(bool nonblocking) {
   }
 }
 
+void TraceRecorder::flush_windowed_locked(bool nonblocking, bool final) {
+  // The boundaries known now, and the seq below which every boundary is among them (a
+  // marker takes its seq and adds its boundary under marks_mu_). Read before draining, so
+  // every call drained with a seq below `horizon` is placed by a known boundary.
+  std::vector<CaptureBoundary> marks;
+  uint64_t horizon = 0;
+  std::vector<trace::ChunkBuilder> drained;
+  {
+    std::unique_lock reg(registry_mu_, std::defer_lock);
+    if (nonblocking) {
+      if (!reg.try_lock()) return;
+    } else {
+      reg.lock();
+    }
+    // A marker holds marks_mu_ alone (never registry_mu_ inside it), so taking it here, inside
+    // registry_mu_, cannot deadlock; a signal handler only tries.
+    {
+      std::unique_lock ml(marks_mu_, std::defer_lock);
+      if (nonblocking ? ml.try_lock() : (ml.lock(), true)) {
+        marks.swap(marks_);
+        horizon = seq_.load();
+      } else {
+        final = false;  // nothing is placed without its boundaries
+      }
+    }
+    for (size_t i = 0; i < buffers_.size();) {
+      auto& b = buffers_[i];
+      bool dead = b->dead.load();
+      std::unique_lock lock(b->mu, std::defer_lock);
+      if (nonblocking) {
+        if (!lock.try_lock()) {
+          ++i;
+          continue;
+        }
+      } else {
+        lock.lock();
+      }
+      if (!b->chunk.empty()) {
+        drained.emplace_back();
+        std::swap(drained.back(), b->chunk);
+      }
+      lock.unlock();
+      if (dead) {
+        buffers_.erase(buffers_.begin() + long(i));
+      } else {
+        ++i;
+      }
+    }
+  }
+  auto stacks = stacks_.take_pending(strings_);
+  auto strings = strings_.take_pending();
+  try {
+    trace::ChunkBuilder defs;
+    for (auto& [id, text] : strings) defs.add_string(id, text);
+    for (auto& s : stacks) defs.add_stack(s.id, s.frames);
+    uint64_t dropped = dropped_.load();
+    if (dropped != dropped_reported_) {
+      char msg[128];
+      std::snprintf(msg, sizeof msg, "%llu records dropped: a thread's buffer outgrew its limit",
+                    static_cast<unsigned long long>(dropped - dropped_reported_));
+      defs.add_notice(trace::NoticeLevel::kWarning, msg);
+      dropped_reported_ = dropped;
+    }
+    windowed_->definitions(defs);
+    for (const auto& m : marks) windowed_->boundary(m);
+    windowed_->records(drained, horizon, final);
+    if (final) windowed_->finish();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "streamrace: writing trace %s failed: %s\n", opts_.path.c_str(), e.what());
+  }
+  if (windowed_->file_created()) created_.store(true);
+}
+
 void TraceRecorder::flush() {
   std::lock_guard lock(flush_mu_);
   flush_locked(false);
@@ -255,7 +384,7 @@ void TraceRecorder::flush() {
 void TraceRecorder::emergency_flush(bool finish) {
   std::unique_lock lock(flush_mu_, std::try_to_lock);
   if (!lock.owns_lock()) return;
-  flush_locked(true);
+  flush_locked(true, finish);
   if (!finish) return;
   try {
     if (writer_) writer_->close();
@@ -274,7 +403,10 @@ void TraceRecorder::flusher_main() {
   if (opts_.header_provider) header = opts_.header_provider();
   {
     std::lock_guard lock(flush_mu_);
-    if (!closed_.load()) ensure_open_locked(&header);
+    if (windowed_)
+      prepared_header_ = header;  // the windowed writer creates its file when it has something
+    else if (!closed_.load())
+      ensure_open_locked(&header);
   }
   std::unique_lock wl(wake_mu_);
   while (!stop_) {
@@ -310,7 +442,7 @@ void TraceRecorder::close() {
   }
   std::lock_guard lock(flush_mu_);
   if (closed_.exchange(true)) return;
-  flush_locked(false);
+  flush_locked(false, true);
   try {
     if (writer_) writer_->close();
   } catch (...) {

@@ -5,7 +5,8 @@
 // that never uses CUDA leaves nothing behind.
 //
 // Lock order: close_mu_ (close() only, held while joining the flusher, which takes the
-// others) then flush_mu_ -> registry_mu_ -> ThreadBuffer::mu. Appending threads take only
+// others) then flush_mu_ -> registry_mu_ -> ThreadBuffer::mu (capture windows: marks_mu_,
+// below). Appending threads take only
 // their own ThreadBuffer::mu. No lock is held while calling into CUDA.
 #pragma once
 
@@ -15,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "traceformat/trace_file.h"
+#include "tracer/capture_options.h"
 #include "tracer/stack_table.h"
 #include "tracer/string_table.h"
 
@@ -35,7 +38,11 @@ struct RecorderOptions {
   uint32_t period_ms = 200;
   size_t handoff_bytes = 4u << 20;   // a thread buffer this large wakes the flusher
   size_t max_buffer_bytes = 48u << 20;  // beyond this, records are dropped (and counted)
+  CaptureOptions capture;  // active: only a window or a ring of steps is written (windowed_trace_writer.h)
 };
+
+class WindowedTraceWriter;
+struct CaptureBoundary;
 
 class TraceRecorder {
  public:
@@ -82,6 +89,16 @@ class TraceRecorder {
   // the signal itself and may go on) the file stays open for the records that follow.
   void emergency_flush(bool finish = true);
 
+  // Capture windows and ring mode (docs/long-runs.md). A step marker (the step range was
+  // pushed) or a window edge takes a seq like a call; the flusher decides from those seqs
+  // which calls are written. Only changes of the window are kept (an open window is not
+  // opened again). No-ops when the policy is not active.
+  const CaptureOptions& capture() const { return opts_.capture; }
+  void mark_step(uint32_t api_id);
+  void mark_window(bool open, uint32_t api_id);
+  // Whether calls made now are likely written (false between windows: stacks can be skipped).
+  bool recording_hint() const { return recording_hint_.load(std::memory_order_relaxed); }
+
   bool file_created() const { return created_.load(); }
   const std::string& path() const { return opts_.path; }
   uint64_t dropped() const { return dropped_.load(); }
@@ -99,7 +116,8 @@ class TraceRecorder {
   void start_once();
   void flusher_main();
   // Requires flush_mu_. `nonblocking`: skip buffers whose lock is taken.
-  void flush_locked(bool nonblocking);
+  void flush_locked(bool nonblocking, bool final = false);
+  void flush_windowed_locked(bool nonblocking, bool final);
   bool ensure_open_locked(trace::TraceHeader* prepared);
 
   const uint64_t id_;
@@ -133,6 +151,18 @@ class TraceRecorder {
   bool stop_ = false;
   std::thread flusher_;
   std::mutex close_mu_;  // one close() at a time joins the flusher
+
+  // Capture policy. marks_mu_ is taken alone by the marking thread (seq and boundary under
+  // it, so a flusher holding it knows every boundary below the seq it reads) and by the
+  // flusher just before it drains (flush_mu_ -> registry_mu_ -> marks_mu_, released before
+  // any ThreadBuffer::mu).
+  std::unique_ptr<WindowedTraceWriter> windowed_;
+  std::mutex marks_mu_;
+  std::vector<CaptureBoundary> marks_;
+  uint64_t next_step_ = 0;
+  bool window_open_ = false;
+  std::atomic<bool> recording_hint_{true};
+  std::optional<trace::TraceHeader> prepared_header_;
 };
 
 // CLOCK_MONOTONIC in nanoseconds.

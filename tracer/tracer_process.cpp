@@ -126,7 +126,19 @@ std::string nccl_version() {
   return active_any;
 }
 
+// The capture settings; the whole run (and one line on stderr, and a notice) when they do not
+// parse: the tracer cannot stop the program, and a trace of everything loses nothing.
+CaptureOptions capture_options(std::string* why) {
+  std::string error;
+  auto o = capture_settings(&error);
+  if (o) return *o;
+  if (why) *why = error;
+  return CaptureOptions{};
+}
+
 }  // namespace
+
+bool TracerProcess::capture_wants_nvtx() { return capture_options(nullptr).wants_nvtx(); }
 
 TracerProcess& TracerProcess::get() {
   static TracerProcess* p = new TracerProcess();  // never destroyed
@@ -186,7 +198,15 @@ void TracerProcess::create_core_locked() {
   RecorderOptions opts;
   opts.path = next_trace_path();
   opts.header_provider = [this] { return make_header(); };
+  std::string capture_error;
+  opts.capture = capture_options(&capture_error);
   recorder_ = new TraceRecorder(opts);
+  if (!capture_error.empty()) {
+    std::fprintf(stderr, "streamrace: capture settings ignored in pid %d: %s; the whole run is traced\n", int(getpid()),
+                 capture_error.c_str());
+    recorder_->add_notice(trace::NoticeLevel::kWarning,
+                          "capture settings ignored (" + capture_error + "): the whole run is traced");
+  }
   stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
   stacks_->set_python_sites(tracer_setting("python_sites").value_or("1") != "0");
   stacks_->set_native_cached(tracer_setting("native_unwind").value_or("cached") != "dwarf");
@@ -314,6 +334,19 @@ void TracerProcess::on_cuda_init() {
                               "precise mode was requested but is unavailable: " + precise_failure_ +
                                   ". This trace was recorded in the default mode (pointer arguments only).");
     }
+    if (h.recorder().capture().wants_nvtx()) {
+      const char* nvtx = std::getenv("NVTX_INJECTION64_PATH");
+      Dl_info self{};
+      static const int anchor = 0;
+      const bool ours = nvtx && dladdr(&anchor, &self) && self.dli_fname && std::strcmp(nvtx, self.dli_fname) == 0;
+      if (!ours) {
+        std::string why = std::string("NVTX_INJECTION64_PATH names ") + (nvtx && *nvtx ? nvtx : "nothing") +
+                          ", so NVTX ranges (the step marker '" + h.recorder().capture().step_range +
+                          "', an NVTX window) may not reach the tracer";
+        std::fprintf(stderr, "streamrace: pid %d: %s\n", int(getpid()), why.c_str());
+        h.recorder().add_notice(trace::NoticeLevel::kWarning, why);
+      }
+    }
     cupti_started_ = true;
     // Device timestamps (CUPTI activity records) feed `streamrace overlap` and the report
     // timelines, not race detection, and cost about half of the tracer's overhead on a real
@@ -428,6 +461,7 @@ void TracerProcess::after_fork_in_child() {
   RecorderOptions opts;
   opts.path = next_trace_path();
   opts.header_provider = [this] { return make_header(); };
+  opts.capture = capture_options(nullptr);
   recorder_ = new TraceRecorder(opts);
   stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
   stacks_->set_python_sites(tracer_setting("python_sites").value_or("1") != "0");

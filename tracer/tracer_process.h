@@ -34,6 +34,8 @@ class TracerProcess {
   // InitializeInjection. start_precise() returns whether the session runs; a failure is
   // recorded in the trace and said on stderr, and CUDA calls are then taken from CUPTI.
   static bool precise_wanted();
+  // The capture settings (steps, window, ring, step_range) need NVTX callbacks.
+  static bool capture_wants_nvtx();
   static bool precise_starts_at_load();
   bool start_precise();
   bool precise_requested() const { return precise_requested_; }

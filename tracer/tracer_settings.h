@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "tracer/capture_options.h"
+
 namespace streamrace::tracer {
 
 struct TracerSetting {
@@ -43,6 +45,14 @@ inline constexpr TracerSetting kTracerSettings[] = {
      "the copy's pages are guarded until the host synchronises (docs/host-accesses.md)"},
     {"torch_allocator", "STREAMRACE_TORCH_ALLOCATOR", "0|1", "1",
      "PyTorch's caching allocator observed (block events: kernel extents end at the tensor's block)"},
+    {"step_range", "STREAMRACE_STEP_RANGE", "NAME", "(none)",
+     "the step marker: each push of the NVTX range NAME starts a step (steps and ring count them; docs/long-runs.md)"},
+    {"steps", "STREAMRACE_STEPS", "A:B|A:", "(all)",
+     "write only steps A to B-1 (counted from 0 by step_range); the state before them is kept as a snapshot"},
+    {"window", "STREAMRACE_WINDOW", "nvtx:NAME|profiler", "(all)",
+     "write only inside NVTX ranges named NAME, or between cudaProfilerStart and cudaProfilerStop"},
+    {"ring", "STREAMRACE_RING", "N", "(off)",
+     "keep only the last N steps (counted by step_range) and a snapshot of the state before them"},
     {"self_time", "STREAMRACE_SELF_TIME", "0|1", "0",
      "print on stderr at exit (and keep as a notice) the time spent in the tracer's own code, by part: CUDA "
      "callbacks, NCCL calls, allocator events, Python and native stacks (for overhead measurements)"},
@@ -149,6 +159,13 @@ inline std::optional<std::string> tracer_setting(std::string_view key, EnvLookup
 inline bool tracer_flag(std::string_view key, EnvLookup env = std::getenv) {
   auto v = tracer_setting(key, env);
   return v && !v->empty() && *v != "0";
+}
+
+// The capture window and ring settings together (tracer/capture_options.h); nullopt and
+// `error` when they do not parse or do not go together.
+inline std::optional<CaptureOptions> capture_settings(std::string* error, EnvLookup env = std::getenv) {
+  auto get = [&](const char* key) { return tracer_setting(key, env).value_or(""); };
+  return parse_capture_options(get("steps"), get("window"), get("ring"), get("step_range"), error);
 }
 
 }  // namespace streamrace::tracer

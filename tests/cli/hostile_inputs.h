@@ -28,6 +28,16 @@ inline void write_chunks(const std::string& path, const std::vector<ChunkBuilder
   w.close();
 }
 
+// A CaptureMark (1.3) whose action is `action`: 1-4 are valid, anything else is refused.
+inline ChunkBuilder capture_mark(uint8_t action) {
+  ChunkBuilder c;
+  trace::CaptureMark m{};
+  m.action = trace::CaptureAction(action);
+  m.reason = trace::CaptureReason::kRing;
+  c.add(m);
+  return c;
+}
+
 // One record of `kind` with a body of `size` zero bytes.
 inline ChunkBuilder short_record(RecordKind kind, size_t size) {
   ChunkBuilder c;

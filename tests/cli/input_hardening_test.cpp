@@ -53,6 +53,20 @@ TEST_F(InputHardening, ShortStringAndNoticeBodiesExitTwo) {
   }
 }
 
+TEST_F(InputHardening, MalformedCaptureMarkExitsTwo) {
+  hostile::write_chunks(file("t.srace"), {hostile::capture_mark(7)});
+  uint64_t at = hostile::only_chunk_offset(fs::file_size(file("t.srace")), 4 + sizeof(trace::CaptureMark));
+  expect_refused("analyze t.srace", "streamrace analyze: error: t.srace: chunk at offset " + std::to_string(at) +
+                                        ": CaptureMark record: action 7 is not one of 1 (step), 2 (window open), 3 "
+                                        "(state end), 4 (window close)");
+  fs::remove(file("t.srace"));
+  hostile::write_chunks(file("t.srace"), {hostile::short_record(RecordKind::kCaptureMark, 40)});
+  at = hostile::only_chunk_offset(fs::file_size(file("t.srace")), 4 + 40);
+  expect_refused("check t.srace", "streamrace check: error: t.srace: chunk at offset " + std::to_string(at) +
+                                      ": CaptureMark record: body of 40 bytes is shorter than the 64 bytes of its fixed "
+                                      "part");
+}
+
 TEST_F(InputHardening, SixByteStackRecordExitsTwo) {
   hostile::write_chunks(file("t.srace"), {hostile::short_record(RecordKind::kStackDef, 6)});
   uint64_t at = hostile::only_chunk_offset(fs::file_size(file("t.srace")), 4 + 6);

@@ -12,7 +12,8 @@ check() {  # name want got
   if [ "$2" == "$3" ]; then echo "ok   $1"; else printf 'FAIL %s\n  want: %s\n  got:  %s\n' "$1" "$2" "$3"; fail=1; fi
 }
 clean=(env -u STREAMRACE_OPTIONS -u STREAMRACE_STACKS -u STREAMRACE_TIMING -u STREAMRACE_OUT -u STREAMRACE_PRECISE
-       -u STREAMRACE_DISABLE -u STREAMRACE_TORCH_ALLOCATOR -u STREAMRACE_HOST_ACCESSES STREAMRACE_LIB="$lib")
+       -u STREAMRACE_DISABLE -u STREAMRACE_TORCH_ALLOCATOR -u STREAMRACE_HOST_ACCESSES
+       -u STREAMRACE_RING -u STREAMRACE_STEPS -u STREAMRACE_WINDOW -u STREAMRACE_STEP_RANGE STREAMRACE_LIB="$lib")
 probe='echo "out=$STREAMRACE_OUT stacks=${STREAMRACE_STACKS-unset} timing=${STREAMRACE_TIMING-unset} options=${STREAMRACE_OPTIONS-unset}"'
 cd "$tmp"
 
@@ -26,6 +27,10 @@ for line in \
   "  timing=0|1  (STREAMRACE_TIMING, --timing; default 0)" \
   "  host_accesses=0|1  (STREAMRACE_HOST_ACCESSES, --host-accesses; default 0)" \
   "  torch_allocator=0|1  (STREAMRACE_TORCH_ALLOCATOR, --torch-allocator 0|1; default 1)" \
+  "  step_range=NAME  (STREAMRACE_STEP_RANGE, --step-range NAME; default (none))" \
+  "  steps=A:B|A:  (STREAMRACE_STEPS, --steps A:B; default (all))" \
+  "  window=nvtx:NAME|profiler  (STREAMRACE_WINDOW, --window nvtx:NAME|profiler; default (all))" \
+  "  ring=N  (STREAMRACE_RING, --ring N; default (off))" \
   "  self_time=0|1  (STREAMRACE_SELF_TIME; default 0)" \
   "  disable=0|1  (STREAMRACE_DISABLE; default 0)" \
   "  precise=all|regex:RE|names:FILE  (STREAMRACE_PRECISE, --precise[=all|auto|REGEX]; default (off))" \
@@ -82,7 +87,7 @@ check "torch_allocator=0 in STREAMRACE_OPTIONS" "0" "$out"
 
 err=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none bogus=1" "$sr" run -- true 2>&1)
 rc=$?
-check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind kernel_signatures timing host_accesses torch_allocator self_time disable precise precise_start precise_patches precise_module_filter precise_debug)" "$rc: $err"
+check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind kernel_signatures timing host_accesses torch_allocator step_range steps window ring self_time disable precise precise_start precise_patches precise_module_filter precise_debug)" "$rc: $err"
 err=$("${clean[@]}" "$sr" run --confirm --precise=all -- true 2>&1)
 rc=$?
 check "--confirm with --precise: exit 2" "2: streamrace run: --confirm chooses the kernels for precise mode itself; leave out --precise" "$rc: $err"
@@ -92,4 +97,18 @@ check "a word without =: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: 
 err=$("${clean[@]}" "$sr" run --stacks nnone -- true 2>&1)
 rc=$?
 check "bad --stacks: exit 2" "2: streamrace run: error: stacks=nnone is not one of auto, native, python, none" "$rc: $err"
+out=$("${clean[@]}" "$sr" run --ring 8 --step-range train_step -- sh -c 'echo "$STREAMRACE_RING $STREAMRACE_STEP_RANGE"' 2>/dev/null)
+check "--ring 8 --step-range train_step" "8 train_step" "$out"
+err=$("${clean[@]}" "$sr" run --ring 8 -- true 2>&1)
+rc=$?
+check "--ring without a step marker: exit 2" "2: streamrace run: error: ring counts steps: name the step marker with step_range=NAME (the NVTX range pushed once per step)" "$rc: $err"
+err=$("${clean[@]}" STREAMRACE_OPTIONS="steps=9:3 step_range=s" "$sr" run -- true 2>&1)
+rc=$?
+check "an empty steps window: exit 2" "2: streamrace run: error: steps '9:3' is empty (B must be greater than A)" "$rc: $err"
+err=$("${clean[@]}" "$sr" run --ring 2 --window profiler --step-range s -- true 2>&1)
+rc=$?
+check "ring with a window: exit 2" "2: streamrace run: error: ring cannot be combined with a window (steps, nvtx, profiler): a ring keeps the last N steps" "$rc: $err"
+err=$("${clean[@]}" "$sr" run -o ringout -- sh -c 'mkdir -p ringout/h-1.srace.ring' 2>&1)
+check "a ring left behind that cannot be salvaged is named" "streamrace run: warning: $tmp/ringout/h-1.srace.ring holds the ring of a process that died before it wrote its trace (killed?), and it could not be salvaged ($tmp/ringout/h-1.srace.ring/definitions.srace: cannot open: no such file or directory): its last steps are not analysed
+streamrace run: no process of the command used CUDA: no trace was written in $tmp/ringout" "$err"
 exit $fail

@@ -125,10 +125,28 @@ void seeds(const std::string& dir) {
     b.host_access(host + 200, trace::AccessDir::kWrite);
     b.finish();
   }
+  {  // a ring trace (1.3): a window-open mark, the snapshot, its end, a step, the last steps' race
+    auto b = plain(dir + "/ring_window.srace");
+    auto mark = [&](trace::CaptureAction a, uint64_t step, uint64_t dropped, uint64_t left_out) {
+      b.capture_mark(a, trace::CaptureReason::kRing, step, dropped, left_out);
+    };
+    mark(trace::CaptureAction::kWindowOpen, 96, 96, 700);
+    uint64_t s1 = b.create_stream(), s2 = b.create_stream();
+    uint64_t p = b.alloc(1 << 16);
+    mark(trace::CaptureAction::kStateEnd, 96, 0, 0);
+    mark(trace::CaptureAction::kStep, 97, 0, 0);
+    b.memset(s1, p, 4096);
+    b.memcpy(s2, p + 8192, p, 4096);
+    mark(trace::CaptureAction::kWindowOpen, 98, 1, 9);  // a window opened again: a barrier
+    b.memset(s2, p, 64);
+    mark(trace::CaptureAction::kWindowClose, 98, 0, 0);
+    b.finish();
+  }
 }
 
 void regressions(const std::string& dir) {
   using trace::RecordKind;
+  hostile::write_chunks(dir + "/capture_mark_action_7.srace", {hostile::capture_mark(7)});
   hostile::write_chunks(dir + "/short_string.srace", {hostile::short_record(RecordKind::kStringDef, 2)});
   hostile::write_chunks(dir + "/short_notice.srace", {hostile::short_record(RecordKind::kNotice, 2)});
   hostile::write_chunks(dir + "/six_byte_stack.srace", {hostile::short_record(RecordKind::kStackDef, 6)});

@@ -509,6 +509,26 @@ void Interpreter::line(const std::string& verb, Args a) {
     b().instantiate(graph, exec, trace::kGraphDeviceLaunch);
   } else if (verb.rfind("node-", 0) == 0 || verb.rfind("set-", 0) == 0 || verb.rfind("exec-set-", 0) == 0) {
     node_statement(verb, a);
+  } else if (verb == "window-open" || verb == "state-end" || verb == "window-close" || verb == "step") {
+    // Capture windows and ring mode (docs/long-runs.md): `step N`, `window-open [step=N]
+    // [dropped=STEPS] [left-out=CALLS] [reason=steps|nvtx|profiler|ring]`, `state-end`, `window-close`.
+    static const std::map<std::string, trace::CaptureReason> kReasons = {
+        {"steps", trace::CaptureReason::kSteps}, {"nvtx", trace::CaptureReason::kNvtxRange},
+        {"profiler", trace::CaptureReason::kProfiler}, {"ring", trace::CaptureReason::kRing}};
+    const auto action = verb == "window-open"    ? trace::CaptureAction::kWindowOpen
+                        : verb == "state-end"    ? trace::CaptureAction::kStateEnd
+                        : verb == "window-close" ? trace::CaptureAction::kWindowClose
+                                                 : trace::CaptureAction::kStep;
+    uint64_t step = trace::kNoStep;
+    if (action == trace::CaptureAction::kStep) {
+      step = number(a.at(0, "step"));
+      a.done(1);
+    } else if (const std::string st = a.option("step", ""); !st.empty()) {
+      step = number(st);
+    }
+    const auto reason = lookup(kReasons, a.option("reason", "steps"), "capture reason");
+    const uint64_t dropped = number(a.option("dropped", "0")), left_out = number(a.option("left-out", "0"));
+    b().capture_mark(action, reason, step, dropped, left_out);
   } else if (verb == "capture-dependencies") {
     b().graph_call(trace::GraphAction::kCaptureDependencies, 0, 0, stream(a.at(0, "stream")));
     a.done(1);

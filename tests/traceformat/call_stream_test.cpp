@@ -302,6 +302,48 @@ TEST(CallStream, LargeIdsCostAnEntryNotATable) {
   }
 }
 
+// CaptureMark (1.3): a mark whose action, reason or counts cannot be is an error naming the
+// file, the chunk and the field; a short body is refused like every other kind's.
+TEST(CallStream, MalformedCaptureMarksAreErrors) {
+  auto message = [](const TempDir& dir, const trace::CaptureMark& m, size_t body) -> std::string {
+    ChunkBuilder a;
+    a.add_raw(RecordKind::kCaptureMark, &m, body, nullptr, 0);
+    std::string path = write_chunks(dir, {a});
+    CallStream s(path);
+    try {
+      read_all(s);
+    } catch (const TraceError& e) {
+      std::string w = e.what();
+      std::filesystem::remove(path);
+      // "FILE: chunk at offset N: CaptureMark record: ..."
+      EXPECT_EQ(w.rfind(path + ": chunk at offset ", 0), 0u) << w;
+      return w.substr(w.find(": CaptureMark record") + 2);
+    }
+    std::filesystem::remove(path);
+    return "no error";
+  };
+  TempDir dir;
+  trace::CaptureMark good{};
+  good.action = trace::CaptureAction::kWindowOpen;
+  good.reason = trace::CaptureReason::kRing;
+  good.steps_dropped = 3;
+  good.calls_left_out = 40;
+  EXPECT_EQ(message(dir, good, sizeof good), "no error");
+  auto bad_action = good;
+  bad_action.action = trace::CaptureAction(9);
+  EXPECT_EQ(message(dir, bad_action, sizeof good),
+            "CaptureMark record: action 9 is not one of 1 (step), 2 (window open), 3 (state end), 4 (window close)");
+  auto bad_reason = good;
+  bad_reason.reason = trace::CaptureReason(0);
+  EXPECT_EQ(message(dir, bad_reason, sizeof good),
+            "CaptureMark record: reason 0 is not one of 1 (steps), 2 (NVTX range), 3 (profiler), 4 (ring)");
+  auto bad_counts = good;
+  bad_counts.steps_dropped = 41;
+  EXPECT_EQ(message(dir, bad_counts, sizeof good),
+            "CaptureMark record: 41 steps dropped but only 40 calls left out (every step has its marker)");
+  EXPECT_EQ(message(dir, good, 40), "CaptureMark record: body of 40 bytes is shorter than the 64 bytes of its fixed part");
+}
+
 TEST(CallStream, OneStreamLabel) {
   using trace::stream_label;
   using trace::StreamTraits;

@@ -9,6 +9,9 @@
 #include <cupti_runtime_cbid.h>
 #include <generated_cuda_meta.h>
 #include <generated_cuda_runtime_api_meta.h>
+#include <nvtx3/nvToolsExt.h>
+#include <cupti_nvtx_cbid.h>
+#include <generated_nvtx_meta.h>
 #include <unistd.h>
 
 #include <deque>
@@ -86,6 +89,18 @@ class HandlerTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
+  // A recorder (and handler) that writes only part of the run (tracer/capture_options.h).
+  void use_capture(const char* window, const char* step_range) {
+    RecorderOptions o;
+    o.path = (dir_ / "t.srace").string();
+    o.background_flusher = false;
+    std::string error;
+    auto c = parse_capture_options("", window, "", step_range, &error);
+    ASSERT_TRUE(c) << error;
+    o.capture = *c;
+    rec_ = std::make_unique<TraceRecorder>(o);
+    handler_ = std::make_unique<CudaCallHandler>(*rec_, allocs_, queries_, nullptr);
+  }
   TraceContents finish() {
     rec_->close();
     return read_trace((dir_ / "t.srace").string());
@@ -451,6 +466,78 @@ TEST_F(HandlerTest, DriverCallsOutsideARuntimeCallAreRecordedWithTheirOwnNames) 
 // ---------------------------------------------------------------------------------------
 // The call table
 
+// Step markers and window edges: NVTX ranges as CUPTI's NVTX callbacks deliver them, and
+// cudaProfilerStart/Stop as call table rows. Only the calls inside the window are written.
+TEST_F(HandlerTest, NvtxRangesCountStepsAndOpenTheirWindow) {
+  use_capture("nvtx:train", "step");
+  cudaStreamSynchronize_v3020_params ss{as_ptr<CUstream_st>(0x5552)};
+  nvtxRangePushA_params step{"step"};
+  handler_->markers().on_nvtx(CUPTI_CBID_NVTX_nvtxRangePushA, &step);  // step 0, outside
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, &ss);
+  nvtxRangePop_params pop{};
+  handler_->markers().on_nvtx(CUPTI_CBID_NVTX_nvtxRangePop, &pop);
+  nvtxEventAttributes_t attr{};
+  attr.version = NVTX_VERSION;
+  attr.size = NVTX_EVENT_ATTRIB_STRUCT_SIZE;
+  attr.messageType = NVTX_MESSAGE_TYPE_ASCII;
+  attr.message.ascii = "train";
+  nvtxRangePushEx_params train{&attr};
+  handler_->markers().on_nvtx(CUPTI_CBID_NVTX_nvtxRangePushEx, &train);  // the window opens
+  handler_->markers().on_nvtx(CUPTI_CBID_NVTX_nvtxRangePushA, &step);    // step 1, inside
+  nvtxRangePushA_params other{"forward"};
+  handler_->markers().on_nvtx(CUPTI_CBID_NVTX_nvtxRangePushA, &other);
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, &ss);
+  handler_->markers().on_nvtx(CUPTI_CBID_NVTX_nvtxRangePop, &pop);  // forward
+  handler_->markers().on_nvtx(CUPTI_CBID_NVTX_nvtxRangePop, &pop);  // step
+  handler_->markers().on_nvtx(CUPTI_CBID_NVTX_nvtxRangePop, &pop);  // train: the window closes
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, &ss);
+  auto t = finish();
+  std::vector<std::pair<RecordKind, std::string>> got;
+  for (auto& r : t.records) {
+    std::string what;
+    if (r.kind == RecordKind::kCaptureMark) {
+      auto m = r.as<trace::CaptureMark>();
+      what = std::to_string(int(m.action)) + "@" + std::to_string(m.step) + " " + t.str(m.call.api_id);
+    }
+    got.emplace_back(r.kind, what);
+  }
+  EXPECT_EQ(got, (std::vector<std::pair<RecordKind, std::string>>{
+                     {RecordKind::kCaptureMark, "2@0 nvtxRangePushEx"},  // open, in step 0
+                     {RecordKind::kCaptureMark, "3@0 nvtxRangePushEx"},  // state end (no live state)
+                     {RecordKind::kCaptureMark, "1@1 nvtxRangePushA"},   // step 1 begins
+                     {RecordKind::kStreamSynchronize, ""},
+                     {RecordKind::kCaptureMark, "4@1 nvtxRangePop"}}));  // close
+  auto open = t.records[0].as<trace::CaptureMark>();
+  EXPECT_EQ(open.reason, trace::CaptureReason::kNvtxRange);
+  EXPECT_EQ(open.steps_dropped, 1u);
+  EXPECT_EQ(open.calls_left_out, 2u);  // step 0's marker and its sync
+  EXPECT_EQ(t.header.extra.at("capture"), "nvtx range 'train'");
+  EXPECT_EQ(t.header.extra.at("step_range"), "step");
+}
+
+TEST_F(HandlerTest, ProfilerStartAndStopBoundTheWindow) {
+  use_capture("profiler", "");
+  cudaStreamSynchronize_v3020_params ss{as_ptr<CUstream_st>(0x5552)};
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, &ss);
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStart_v4000, nullptr);
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, &ss);
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaProfilerStop_v4000, nullptr);
+  runtime(CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, &ss);
+  driver(CUPTI_DRIVER_TRACE_CBID_cuProfilerStart, nullptr);  // a driver-only program
+  auto t = finish();
+  std::vector<std::string> got;
+  for (auto& r : t.records) {
+    if (r.kind != RecordKind::kCaptureMark) {
+      got.push_back(trace::record_kind_name(r.kind));
+      continue;
+    }
+    auto m = r.as<trace::CaptureMark>();
+    got.push_back(std::to_string(int(m.action)) + " " + t.str(m.call.api_id));
+  }
+  EXPECT_EQ(got, (std::vector<std::string>{"2 cudaProfilerStart", "3 cudaProfilerStart", "StreamSynchronize",
+                                           "4 cudaProfilerStop", "2 cuProfilerStart", "3 cuProfilerStart"}));
+}
+
 TEST(CallTable, CoversEveryCallRecordTheAnalyzerModels) {
   // Every record kind that comes from one CUDA API call (has CallInfo) has at least one
   // runtime or driver row. NCCL's records come from the NCCL interposer, not from CUPTI;
@@ -465,7 +552,8 @@ TEST(CallTable, CoversEveryCallRecordTheAnalyzerModels) {
   }
   const std::set<RecordKind> not_cuda_calls = {RecordKind::kNcclCommInit, RecordKind::kNcclCall,
                                                RecordKind::kNcclGroupStart, RecordKind::kNcclGroupEnd,
-                                               RecordKind::kAllocatorBlock, RecordKind::kHostAccess};
+                                               RecordKind::kAllocatorBlock, RecordKind::kHostAccess,
+                                               RecordKind::kCaptureMark};  // step markers, window edges
   int call_kinds = 0;
   for (uint32_t v = 0; v <= 0xFFFF; ++v) {
     auto k = RecordKind(v);
@@ -485,7 +573,8 @@ TEST(CallTable, RowsAreUniqueNamedAndReadTheirParameters) {
     EXPECT_TRUE(seen.insert({int(s.domain), s.cbid}).second) << s.name << " twice";
     ASSERT_NE(s.name, nullptr);
     EXPECT_EQ(find_call(s.domain, s.cbid), &s) << s.name;
-    const bool needs_no_params = s.kind == CallKind::kScopeOnly || s.kind == CallKind::kDeviceSynchronize;
+    const bool needs_no_params = s.kind == CallKind::kScopeOnly || s.kind == CallKind::kDeviceSynchronize ||
+                                 s.kind == CallKind::kProfilerStart || s.kind == CallKind::kProfilerStop;
     EXPECT_EQ(s.extract == nullptr, needs_no_params) << s.name;
     if (s.kind == CallKind::kScopeOnly) {
       EXPECT_EQ(s.domain, ApiDomain::kRuntime) << s.name;

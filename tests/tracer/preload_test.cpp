@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "tests/tracer/trace_contents.h"
+#include "traceformat/ring_trace.h"
 
 namespace streamrace::tracer {
 namespace {
@@ -105,6 +106,74 @@ TEST_F(PreloadTest, ReadsStreamraceOptionsBelowTheVariables) {
   auto here = trace_files();
   ASSERT_EQ(here.size(), 1u);
   EXPECT_EQ(read_trace(here[0].string()).header.extra.at("stacks"), "native");
+}
+
+// Ring mode in a real process (docs/long-runs.md): the settings reach the recorder, the trace
+// is assembled at exit, also when a fatal signal ends the process, and no segment is left.
+// (The fake framework pushes no NVTX range: the whole run is one step, and the trace says so.)
+// Settings that do not parse trace the whole run and say why.
+TEST_F(PreloadTest, RingModeAssemblesItsTraceAtExitAndAtAFatalSignal) {
+  for (const char* mode : {"", " segv"}) {
+    fs::remove_all(traces_);
+    fs::create_directories(traces_);
+    auto r = run("STREAMRACE_RING=2 STREAMRACE_STEP_RANGE=step RANK=0 FAKE_NCCL_LOG=/dev/null",
+                 "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "'" + std::string(mode));
+    EXPECT_EQ(r.rc, *mode ? 128 + SIGSEGV : 0) << r.err;
+    auto files = trace_files();
+    ASSERT_EQ(files.size(), 1u) << mode;  // the trace, and no <trace>.ring directory
+    auto t = read_trace(files[0].string());
+    EXPECT_TRUE(t.stats.complete) << mode;
+    EXPECT_EQ(t.header.extra.at("capture"), "ring 2");
+    EXPECT_EQ(t.header.extra.at("ring_steps_seen"), "0");
+    EXPECT_EQ(t.records.size() - t.of(RecordKind::kNotice).size(), 8u) << mode;
+    std::vector<std::string> notices;
+    for (const auto& n : t.of(RecordKind::kNotice))
+      notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+    EXPECT_EQ(notices, std::vector<std::string>{"ring mode: no step marker (NVTX range 'step') was seen, so nothing "
+                                                "was dropped: the whole run is one step"});
+  }
+  fs::remove_all(traces_);
+  fs::create_directories(traces_);
+  auto r = run("STREAMRACE_RING=0 STREAMRACE_STEP_RANGE=step RANK=0 FAKE_NCCL_LOG=/dev/null",
+               "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "'");
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_NE(r.err.find("capture settings ignored in pid"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(": ring '0' is not a number of steps from 1 to 1000000; the whole run is traced\n"),
+            std::string::npos)
+      << r.err;
+  auto files = trace_files();
+  ASSERT_EQ(files.size(), 1u);
+  auto t = read_trace(files[0].string());
+  EXPECT_EQ(t.header.extra.count("capture"), 0u);
+  EXPECT_EQ(t.records.size() - t.of(RecordKind::kNotice).size(), 8u);
+}
+
+// SIGKILL: the ring stays on disk as the flusher left it, and assembling it gives the trace.
+TEST_F(PreloadTest, RingOfAKilledProcessIsLeftWholeAndSalvages) {
+  auto r = run("STREAMRACE_RING=2 STREAMRACE_STEP_RANGE=step RANK=0 FAKE_NCCL_LOG=/dev/null",
+               "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' kill");
+  EXPECT_EQ(r.rc, 128 + SIGKILL);
+  auto files = trace_files();
+  ASSERT_EQ(files.size(), 1u);
+  const std::string ring = files[0].string();
+  ASSERT_EQ(ring.substr(ring.size() - 11), ".srace.ring");
+  const std::string out = ring.substr(0, ring.size() - 5);
+  trace::RingAssembly a = trace::assemble_ring(ring, out, nullptr, true);
+  trace::remove_ring(ring);
+  EXPECT_EQ(a.steps_seen, 0u);
+  auto t = read_trace(out);
+  EXPECT_TRUE(t.stats.complete);
+  EXPECT_EQ(t.header.extra.at("ring_salvaged"), "1");
+  EXPECT_EQ(t.header.producer, "libstreamrace 0.1.0");
+  EXPECT_EQ(t.records.size() - t.of(RecordKind::kNotice).size(), 8u);
+  std::vector<std::string> notices;
+  for (const auto& n : t.of(RecordKind::kNotice))
+    notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+  EXPECT_EQ(notices, (std::vector<std::string>{
+                         "ring mode: no step marker (NVTX range 'step') was seen, so nothing was dropped: the whole "
+                         "run is one step",
+                         "ring salvaged after the traced process died: steps from the start to the last are kept, the "
+                         "last may be cut short, and calls not yet flushed are missing"}));
 }
 
 TEST_F(PreloadTest, NcclCallsInALocalScopeReachTheRealLibraryAndTheTrace) {

@@ -7,6 +7,8 @@
 //   signal            raise(SIGTERM) after the run (default action: killed)
 //   thread            a second thread runs the framework in a loop while main calls exit(9)
 //   segv              after the run, writes a read-only page of its own (default action: killed)
+//   kill              after the run, waits 600 ms (the tracer's flusher runs every 200 ms), then
+//                     raise(SIGKILL): nothing of the tracer runs at the end
 //   segv_handled      installs its own SIGSEGV handler first; after the run, writes a read-only
 //                     page of its own, which the handler makes writable: prints what it saw
 #include <dlfcn.h>
@@ -83,5 +85,9 @@ int main(int argc, char** argv) {
   }
   if (std::strcmp(mode, "exit") == 0) leave(7);
   if (std::strcmp(mode, "signal") == 0) std::raise(SIGTERM);
+  if (std::strcmp(mode, "kill") == 0) {
+    usleep(600 * 1000);
+    std::raise(SIGKILL);
+  }
   return rc;
 }
