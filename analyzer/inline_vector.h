@@ -71,8 +71,10 @@ class InlineVector {
   // Inserts before `pos`; returns an iterator to the inserted element.
   T* insert(T* pos, T v) {
     const size_t at = size_t(pos - data_);
-    push_back(std::move(v));
-    std::rotate(data_ + at, data_ + size_ - 1, data_ + size_);
+    if (at == size_) return &emplace_back(std::move(v));
+    emplace_back(std::move(back()));
+    std::move_backward(data_ + at, data_ + size_ - 2, data_ + size_ - 1);
+    data_[at] = std::move(v);
     return data_ + at;
   }
   // Inserts [first, last) (moved from) before `pos`.

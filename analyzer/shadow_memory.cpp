@@ -192,7 +192,14 @@ void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, con
       if (writes || r.maybe_write) out.push_back(Conflict{r, r.maybe_write, olo, ohi});
     }
   }
-  // 2. Record it. Fast path: one segment exactly covering the range.
+  // 2. Record it. A read replaces the reads of its kind it is ordered after.
+  auto merge_read = [&](Segment& s) {
+    s.reads.erase_if([&](const AccessEpoch& r) {
+      return r.maybe_write == a.maybe_write && r.inexact == a.inexact && ordered(vc, r, a);
+    });
+    s.reads.push_back(a);
+  };
+  // Fast path: one segment exactly covering the range.
   if (first != segs.end() && first->lo == lo && first->hi == hi) {
     Segment& s = *first;
     if (a.write) {
@@ -200,10 +207,7 @@ void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, con
       s.write = a;
       s.reads.clear();
     } else {
-      s.reads.erase_if([&](const AccessEpoch& r) {
-        return r.maybe_write == a.maybe_write && r.inexact == a.inexact && ordered(vc, r, a);
-      });
-      s.reads.push_back(a);
+      merge_read(s);
     }
     return;
   }
@@ -212,14 +216,29 @@ void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, con
   auto i = std::lower_bound(segs.begin(), segs.end(), lo, [](const Segment& s, uint64_t v) { return s.lo < v; });
   auto j = i;
   while (j != segs.end() && j->hi <= hi) ++j;
-  if (a.write) {
-    Segment s;
-    s.lo = lo;
-    s.hi = hi;
-    s.has_write = true;
-    s.write = a;
-    i = segs.erase(i, j);
-    segs.insert(i, std::move(s));
+  if (a.write || i == j) {
+    // One segment for the range: the first one it held, reused, or a new one.
+    if (i == j) {
+      i = segs.insert(i, Segment{});
+      j = i + 1;
+    }
+    i->lo = lo;
+    i->hi = hi;
+    i->has_write = a.write;
+    i->reads.clear();
+    if (a.write)
+      i->write = a;
+    else
+      i->reads.push_back(a);
+    segs.erase(i + 1, j);
+    return;
+  }
+  // A read over the segments [i, j): each keeps its own history. Where they tile the range,
+  // in place; otherwise the gaps become segments of their own.
+  bool tiled = i->lo == lo && (j - 1)->hi == hi;
+  for (auto k = i; tiled && k + 1 != j; ++k) tiled = k->hi == (k + 1)->lo;
+  if (tiled) {
+    for (auto k = i; k != j; ++k) merge_read(*k);
     return;
   }
   std::vector<Segment>& mid = merged_;
@@ -234,10 +253,7 @@ void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, con
       mid.push_back(std::move(gap));
     }
     Segment s = std::move(*k);
-    s.reads.erase_if([&](const AccessEpoch& r) {
-      return r.maybe_write == a.maybe_write && r.inexact == a.inexact && ordered(vc, r, a);
-    });
-    s.reads.push_back(a);
+    merge_read(s);
     cursor = s.hi;
     mid.push_back(std::move(s));
   }
