@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "analyzer/prefetch.h"
+
 namespace streamrace::analysis {
 
 template <typename V>
@@ -25,6 +27,10 @@ class FlatHashMap {
     }
   }
   const V* find(uint64_t key) const { return const_cast<FlatHashMap*>(this)->find(key); }
+  // Starts loading the slot where a lookup of `key` begins.
+  void prefetch(uint64_t key) const {
+    if (!slots_.empty()) prefetch_line(&slots_[home(key)]);
+  }
 
   // The value for `key`, value-initialised when it was not there (like std::map::operator[]).
   V& operator[](uint64_t key) {
