@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "analyzer/prefetch.h"
+
 namespace streamrace::analysis {
 
 class AddressLengthMap {
@@ -30,6 +32,9 @@ class AddressLengthMap {
     const Slot& s = const_cast<AddressLengthMap*>(this)->probe(addr);
     return s.key == addr ? s.value : 0;
   }
+
+  // Starts loading the slot where a lookup of `addr` begins.
+  void prefetch(uint64_t addr) const { prefetch_line(&slots_[mix(addr) & (slots_.size() - 1)]); }
 
   size_t size() const { return used_; }
 

@@ -17,12 +17,12 @@ std::string StreamState::label() const {
 }
 
 StreamState& HappensBefore::stream(uint64_t handle) {
-  auto it = streams_.find(handle);
-  if (it != streams_.end()) return it->second;
+  if (StreamState** found = streams_.find(handle)) return **found;
   if (next_slot_ > kMaxStreams)
     throw StreamLimitError(fmt::format("stream {:#x} is one more than the {} streams one trace may use (the analyzer's limit)",
                                        handle, kMaxStreams));
-  StreamState& s = streams_[handle];
+  StreamState& s = states_.emplace_back();
+  streams_[handle] = &s;
   s.handle = handle;
   s.slot = next_slot_++;
   if (is_legacy_stream(handle)) {
@@ -42,11 +42,13 @@ StreamState& HappensBefore::stream(uint64_t handle) {
 }
 
 void HappensBefore::stream_created(uint64_t handle, uint32_t device, uint32_t flags, int32_t priority) {
-  auto it = streams_.find(handle);
-  if (it != streams_.end() && it->second.known && !it->second.legacy && !it->second.per_thread) {
+  StreamState** found = streams_.find(handle);
+  if (found && (*found)->known && !(*found)->legacy && !(*found)->per_thread) {
     // A handle value reused after cudaStreamDestroy is a new stream: give it a fresh slot.
-    by_slot_[it->second.slot] = nullptr;
-    streams_.erase(it);
+    StreamState& old = **found;
+    by_slot_[old.slot] = nullptr;
+    streams_.erase(handle);
+    old = StreamState{};  // its state is no one's now
   }
   StreamState& s = stream(handle);
   s.device = device;
@@ -83,15 +85,12 @@ void HappensBefore::event_set(uint64_t event, uint64_t stream, uint64_t seq, con
 void HappensBefore::stream_waits(uint64_t stream_handle, uint64_t event, uint32_t thread) {
   StreamState& s = stream(stream_handle);
   apply_host(s, thread);
-  auto it = events_.find(event);
-  if (it == events_.end() || !it->second.recorded) return;
-  s.vc.join(it->second.snapshot);
+  const EventState* e = events_.find(event);
+  if (!e || !e->recorded) return;
+  s.vc.join(e->snapshot);
 }
 
-const EventState* HappensBefore::event(uint64_t e) const {
-  auto it = events_.find(e);
-  return it == events_.end() ? nullptr : &it->second;
-}
+const EventState* HappensBefore::event(uint64_t e) const { return events_.find(e); }
 
 VectorClock& HappensBefore::host(uint32_t thread) {
   return separate_threads_ ? thread_hosts_[thread] : host_;
@@ -104,9 +103,9 @@ void HappensBefore::apply_host(StreamState& s, uint32_t thread) {
 }
 
 void HappensBefore::host_joins_event(uint64_t event, uint32_t thread) {
-  auto it = events_.find(event);
-  if (it == events_.end() || !it->second.recorded) return;
-  if (host(thread).join(it->second.snapshot)) host_changed();
+  const EventState* e = events_.find(event);
+  if (!e || !e->recorded) return;
+  if (host(thread).join(e->snapshot)) host_changed();
 }
 
 void HappensBefore::host_joins_stream(uint64_t stream_handle, uint32_t thread) {
@@ -148,8 +147,7 @@ StreamState& HappensBefore::begin_op(uint64_t handle, uint32_t thread) {
       if (b && b != &s && b->blocking && !b->legacy && b->device == s.device) s.vc.join(b->vc);
   } else if (s.blocking) {
     // Work on a blocking stream waits for all prior work on the legacy stream.
-    auto it = streams_.find(trace::legacy_stream(s.device));
-    if (it != streams_.end()) s.vc.join(it->second.vc);
+    if (StreamState** legacy = streams_.find(trace::legacy_stream(s.device))) s.vc.join((*legacy)->vc);
   }
   s.vc.tick(s.slot);
   return s;

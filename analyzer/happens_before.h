@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "analyzer/flat_hash_map.h"
 #include "analyzer/vector_clock.h"
 #include "traceformat/records.h"
 
@@ -99,7 +101,6 @@ class HappensBefore {
 
   const std::vector<StreamState*>& streams_by_slot() const { return by_slot_; }
   const EventState* event(uint64_t e) const;
-  size_t stream_count() const { return streams_.size(); }
 
  private:
   VectorClock& host(uint32_t thread);
@@ -109,9 +110,10 @@ class HappensBefore {
   bool separate_threads_;
   bool unknown_blocking_;
   uint32_t next_slot_ = 1;  // slot 0 is the shared host clock
-  std::unordered_map<uint64_t, StreamState> streams_;
-  std::vector<StreamState*> by_slot_;
-  std::unordered_map<uint64_t, EventState> events_;
+  std::deque<StreamState> states_;             // every slot's stream, by slot - 1 (never moves)
+  FlatHashMap<StreamState*> streams_;          // by handle: the stream now named so
+  std::vector<StreamState*> by_slot_;          // null: the slot's handle was reused for a new stream
+  FlatHashMap<EventState> events_;
   VectorClock host_;
   std::unordered_map<uint32_t, VectorClock> thread_hosts_;
   uint64_t host_version_ = 1;

@@ -10,7 +10,7 @@ namespace {
 constexpr uint64_t kImplicitGranule = 2ull << 20;
 
 // Splits the segment that strictly contains `off` into two at `off`.
-void split_at(std::vector<Segment>& segs, uint64_t off) {
+void split_at(InlineVector<Segment, 2>& segs, uint64_t off) {
   auto it = std::upper_bound(segs.begin(), segs.end(), off, [](uint64_t v, const Segment& s) { return v < s.hi; });
   if (it == segs.end() || it->lo >= off || off >= it->hi) return;
   Segment right = *it;
@@ -101,10 +101,9 @@ bool ShadowMemory::indexed(const AllocationShadow& al) {
 
 AllocationShadow* ShadowMemory::find_mut(uint64_t addr) {
   if (last_ && addr >= last_->base && addr < last_->base + last_->bytes) return last_;
-  auto it = pages_.find(addr >> kPageShift);
-  if (it != pages_.end())
-    for (AllocationShadow* al : it->second)
-      if (addr >= al->base && addr < al->base + al->bytes) return last_ = al;
+  if (const std::vector<PageEntry>* page = pages_.find(addr >> kPageShift))
+    for (const PageEntry& e : *page)
+      if (addr >= e.base && addr < e.end) return last_ = e.shadow;
   if (unindexed_ == 0) return nullptr;
   // Allocations too large for the page index: the tree of disjoint allocations answers.
   auto next = allocs_.upper_bound(addr);
@@ -123,7 +122,8 @@ AllocationShadow& ShadowMemory::insert_alloc(AllocationShadow al) {
   }
   for (uint64_t page = p->base >> kPageShift; page <= (p->base + p->bytes - 1) >> kPageShift; ++page) {
     auto& v = pages_[page];
-    v.insert(std::upper_bound(v.begin(), v.end(), p, [](auto* a, auto* b) { return a->base < b->base; }), p);
+    v.insert(std::upper_bound(v.begin(), v.end(), p->base, [](uint64_t base, const PageEntry& e) { return base < e.base; }),
+             PageEntry{p->base, p->base + p->bytes, p});
   }
   return *p;
 }
@@ -136,10 +136,10 @@ std::map<uint64_t, AllocationShadow>::iterator ShadowMemory::erase_alloc(std::ma
     return allocs_.erase(it);
   }
   for (uint64_t page = p->base >> kPageShift; page <= (p->base + p->bytes - 1) >> kPageShift; ++page) {
-    auto pit = pages_.find(page);
-    if (pit == pages_.end()) continue;
-    std::erase(pit->second, p);
-    if (pit->second.empty()) pages_.erase(pit);
+    std::vector<PageEntry>* v = pages_.find(page);
+    if (!v) continue;
+    std::erase_if(*v, [p](const PageEntry& e) { return e.shadow == p; });
+    if (v->empty()) pages_.erase(page);
   }
   return allocs_.erase(it);
 }
@@ -192,7 +192,14 @@ void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, con
       if (writes || r.maybe_write) out.push_back(Conflict{r, r.maybe_write, olo, ohi});
     }
   }
-  // 2. Record it. Fast path: one segment exactly covering the range.
+  // 2. Record it. A read replaces the reads of its kind it is ordered after.
+  auto merge_read = [&](Segment& s) {
+    s.reads.erase_if([&](const AccessEpoch& r) {
+      return r.maybe_write == a.maybe_write && r.inexact == a.inexact && ordered(vc, r, a);
+    });
+    s.reads.push_back(a);
+  };
+  // Fast path: one segment exactly covering the range.
   if (first != segs.end() && first->lo == lo && first->hi == hi) {
     Segment& s = *first;
     if (a.write) {
@@ -200,10 +207,7 @@ void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, con
       s.write = a;
       s.reads.clear();
     } else {
-      std::erase_if(s.reads, [&](const AccessEpoch& r) {
-        return r.maybe_write == a.maybe_write && r.inexact == a.inexact && ordered(vc, r, a);
-      });
-      s.reads.push_back(a);
+      merge_read(s);
     }
     return;
   }
@@ -212,17 +216,33 @@ void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, con
   auto i = std::lower_bound(segs.begin(), segs.end(), lo, [](const Segment& s, uint64_t v) { return s.lo < v; });
   auto j = i;
   while (j != segs.end() && j->hi <= hi) ++j;
-  if (a.write) {
-    Segment s;
-    s.lo = lo;
-    s.hi = hi;
-    s.has_write = true;
-    s.write = a;
-    i = segs.erase(i, j);
-    segs.insert(i, std::move(s));
+  if (a.write || i == j) {
+    // One segment for the range: the first one it held, reused, or a new one.
+    if (i == j) {
+      i = segs.insert(i, Segment{});
+      j = i + 1;
+    }
+    i->lo = lo;
+    i->hi = hi;
+    i->has_write = a.write;
+    i->reads.clear();
+    if (a.write)
+      i->write = a;
+    else
+      i->reads.push_back(a);
+    segs.erase(i + 1, j);
     return;
   }
-  std::vector<Segment> mid;
+  // A read over the segments [i, j): each keeps its own history. Where they tile the range,
+  // in place; otherwise the gaps become segments of their own.
+  bool tiled = i->lo == lo && (j - 1)->hi == hi;
+  for (auto k = i; tiled && k + 1 != j; ++k) tiled = k->hi == (k + 1)->lo;
+  if (tiled) {
+    for (auto k = i; k != j; ++k) merge_read(*k);
+    return;
+  }
+  std::vector<Segment>& mid = merged_;
+  mid.clear();
   uint64_t cursor = lo;
   for (auto k = i; k != j; ++k) {
     if (k->lo > cursor) {
@@ -233,10 +253,7 @@ void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, con
       mid.push_back(std::move(gap));
     }
     Segment s = std::move(*k);
-    std::erase_if(s.reads, [&](const AccessEpoch& r) {
-        return r.maybe_write == a.maybe_write && r.inexact == a.inexact && ordered(vc, r, a);
-      });
-    s.reads.push_back(a);
+    merge_read(s);
     cursor = s.hi;
     mid.push_back(std::move(s));
   }
@@ -248,7 +265,7 @@ void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, con
     mid.push_back(std::move(gap));
   }
   i = segs.erase(i, j);
-  segs.insert(i, std::make_move_iterator(mid.begin()), std::make_move_iterator(mid.end()));
+  segs.insert_moved(i, mid.data(), mid.data() + mid.size());
 }
 
 }  // namespace streamrace::analysis

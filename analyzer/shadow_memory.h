@@ -5,10 +5,11 @@
 
 #include <cstdint>
 #include <map>
-#include <unordered_map>
 #include <string>
 #include <vector>
 
+#include "analyzer/flat_hash_map.h"
+#include "analyzer/inline_vector.h"
 #include "analyzer/vector_clock.h"
 
 namespace streamrace::analysis {
@@ -39,7 +40,8 @@ struct Segment {
   uint64_t lo = 0, hi = 0;  // offsets in the allocation, [lo, hi)
   bool has_write = false;
   AccessEpoch write;
-  std::vector<AccessEpoch> reads;  // at most one plain, one inexact and one maybe-write entry per slot
+  // At most one plain, one inexact and one maybe-write entry per slot; nearly always one or two.
+  InlineVector<AccessEpoch, 2> reads;
 };
 
 struct AllocationShadow {
@@ -47,7 +49,7 @@ struct AllocationShadow {
   uint64_t bytes = 0;
   uint8_t kind = 0;       // trace::AllocKind, 0 = implicit (memory the trace never saw allocated)
   uint64_t alloc_seq = 0;
-  std::vector<Segment> segs;  // sorted, disjoint
+  InlineVector<Segment, 2> segs;  // sorted, disjoint; nearly always one or two
 };
 
 struct Conflict {
@@ -70,6 +72,9 @@ class ShadowMemory {
   // The allocation holding `addr`, or nullptr. (Remembers the answer for the next lookup.)
   const AllocationShadow* find(uint64_t addr) { return find_mut(addr); }
   size_t live_allocations() const { return allocs_.size(); }
+  // Starts loading the index slot a lookup of `addr` reads first (an op's accesses start
+  // theirs together, so the cache misses overlap).
+  void prefetch(uint64_t addr) const { pages_.prefetch(addr >> kPageShift); }
 
  private:
   AllocationShadow* find_mut(uint64_t addr);
@@ -85,15 +90,21 @@ class ShadowMemory {
 
   std::map<uint64_t, AllocationShadow> allocs_;   // by base; nodes never move
   std::map<uint64_t, AllocationShadow> retired_;  // stream-ordered frees awaiting reuse
-  // Lookup index: every 1 MiB page an allocation touches lists it (sorted by base). One hash
+  // Lookup index: every 1 MiB page an allocation touches lists it (sorted by base), with its
+  // range, so the scan reads one array and touches only the allocation it finds. One hash
   // probe and a short scan instead of a walk down a tree of 100k allocations.
   // Allocations over kMaxIndexedPages pages (claimed sizes up to 2^64) are not indexed:
   // lookups that miss the index ask `allocs_`, so the index costs at most 64 entries each.
   static constexpr int kPageShift = 20;
   static constexpr uint64_t kMaxIndexedPages = 64;
-  std::unordered_map<uint64_t, std::vector<AllocationShadow*>> pages_;
+  struct PageEntry {
+    uint64_t base, end;
+    AllocationShadow* shadow;
+  };
+  FlatHashMap<std::vector<PageEntry>> pages_;
   size_t unindexed_ = 0;  // allocations left out of `pages_`
   AllocationShadow* last_ = nullptr;  // one-entry lookup cache
+  std::vector<Segment> merged_;       // access_in's scratch: the segments a read spans, gaps filled
 };
 
 }  // namespace streamrace::analysis

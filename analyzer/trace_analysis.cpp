@@ -414,9 +414,18 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     }
     if (entry.read_only.size() == n) read_only = &entry.read_only;
   }
-  for (size_t i = 0; i < n; ++i) {
+  auto pointer = [&](size_t i) {
     uint64_t p;
     std::memcpy(&p, tail.data() + i * sizeof(uint64_t), sizeof(p));
+    return p;
+  };
+  // Each pointer's lookups are likely cache misses: start them all before the first.
+  for (size_t i = 0; i < n; ++i) {
+    shadow_.prefetch(pointer(i));
+    exact_extent_.prefetch(pointer(i));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t p = pointer(i);
     const AllocationShadow* al = shadow_.find(p);
     if (!al || al->kind == 0) continue;  // only pointers into memory we saw allocated
     AccessEpoch e = base;
@@ -803,6 +812,12 @@ void TraceAnalysis::on_free(const Free& f) {
 }
 
 void TraceAnalysis::apply(StreamState& s, std::vector<AccessEpoch>& accesses) {
+  // A copy's source and destination: start both lookups before the first.
+  if (accesses.size() > 1)
+    for (const AccessEpoch& a : accesses) {
+      shadow_.prefetch(a.addr);
+      exact_extent_.prefetch(a.addr);
+    }
   for (const AccessEpoch& a : accesses) apply_one(s, a);
 }
 

@@ -22,7 +22,7 @@ python3 - "$build/bin/streamrace" "$work/training.srace" "$records" <<'PY'
 import resource, subprocess, sys, time, os
 exe, trace, records = sys.argv[1], sys.argv[2], int(sys.argv[3])
 t0 = time.monotonic()
-p = subprocess.run([exe, "analyze", "--format", "json=" + os.devnull, trace], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+p = subprocess.run([exe, "analyze", "--format", "json=" + os.path.join(os.path.dirname(trace), "findings.json"), trace], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 wall = time.monotonic() - t0
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 cpu = ru.ru_utime + ru.ru_stime
