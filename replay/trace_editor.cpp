@@ -232,9 +232,10 @@ void drop_repeated_edits(TraceEdits& te) {
   te.planned.resize(out);
 }
 
-// Traces edited at once. An editor holds its edits (about 50 bytes each) and one byte per
-// call, and each writes one file; the analyses are the parallel part.
-constexpr size_t kEditThreads = 1;
+// Traces edited at once: one per core, as the analyses. An editor holds its edits (about 50
+// bytes each), one byte per call and a chunk, not the trace, so editing in parallel costs
+// little memory; outcomes are applied in trace order, so the result does not depend on it.
+size_t edit_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 // What one round did to one trace.
 struct TraceEditOutcome {
@@ -358,8 +359,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       res.hit_round_cap = true;
       break;
     }
-    // The traces are edited one at a time: the editor holds one trace's records. Outcomes are
-    // applied in trace order.
+    // The traces are edited in parallel (edit_threads()); outcomes are applied in trace order.
     std::vector<std::pair<size_t, const std::vector<const analysis::Finding*>*>> work;
     for (const auto& [t, findings] : by_trace) work.emplace_back(t, &findings);
     std::vector<TraceEditOutcome> outcomes(work.size());
@@ -379,7 +379,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
         }
       }
     };
-    const size_t threads = std::min<size_t>(work.size(), kEditThreads);
+    const size_t threads = std::min<size_t>(work.size(), edit_threads());
     std::vector<std::thread> pool;
     for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
     worker();
