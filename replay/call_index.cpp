@@ -49,15 +49,9 @@ void CallIndex::record(const RecordView& r) {
     case RecordKind::kStreamCreate:
       if (r.body.size() >= sizeof(StreamCreate)) created_streams_.push_back(r.as<StreamCreate>().stream);
       break;
-    case RecordKind::kEventCreate:
-      if (auto ev = r.as<EventCreate>().event; ev >= kFixEventBase) fix_events_.push_back(ev);
-      break;
-    case RecordKind::kEventRecord:
-      if (auto ev = r.as<EventRecord>().event; ev >= kFixEventBase) fix_events_.push_back(ev);
-      break;
-    case RecordKind::kStreamWaitEvent:
-      if (auto ev = r.as<StreamWaitEvent>().event; ev >= kFixEventBase) fix_events_.push_back(ev);
-      break;
+    case RecordKind::kEventCreate: note_event(r.as<EventCreate>().event); break;
+    case RecordKind::kEventRecord: note_event(r.as<EventRecord>().event); break;
+    case RecordKind::kStreamWaitEvent: note_event(r.as<StreamWaitEvent>().event); break;
     default:
       break;
   }
@@ -96,8 +90,8 @@ void CallIndex::end(const CallStream& stream) {
   for (const auto& w : stream.warnings()) warnings_.push_back(path_ + ": " + w);
   if (stream.stats().seq_gaps) warnings_.push_back(path_ + ": the edited trace numbers calls densely");
   std::sort(created_streams_.begin(), created_streams_.end());
-  std::sort(fix_events_.begin(), fix_events_.end());
-  fix_events_.erase(std::unique(fix_events_.begin(), fix_events_.end()), fix_events_.end());
+  std::sort(high_events_.begin(), high_events_.end());
+  high_events_.erase(std::unique(high_events_.begin(), high_events_.end()), high_events_.end());
   codes_.shrink_to_fit();
   runs_.shrink_to_fit();
 }
@@ -127,15 +121,23 @@ bool CallIndex::has_stream(uint64_t handle) const {
   return std::binary_search(created_streams_.begin(), created_streams_.end(), handle);
 }
 
+void CallIndex::note_event(uint64_t event) {
+  if (event < kFixEventBase) return;
+  if (event < kFixEventRange) {
+    last_fix_event_ = std::max(last_fix_event_, event);
+    return;
+  }
+  if (high_events_.empty() || high_events_.back() != event) high_events_.push_back(event);
+}
+
 uint64_t CallIndex::first_fix_event() const {
   // Continue after the fix events a previous round inserted.
-  auto hi = std::lower_bound(fix_events_.begin(), fix_events_.end(), kFixEventBase + (1ull << 32));
-  if (hi != fix_events_.begin()) return *std::prev(hi) + 1;
-  return kFixEventBase;
+  return last_fix_event_ ? last_fix_event_ + 1 : kFixEventBase;
 }
 
 bool CallIndex::fix_event_used(uint64_t event) const {
-  return std::binary_search(fix_events_.begin(), fix_events_.end(), event);
+  // Nothing the trace uses lies between first_fix_event() and kFixEventRange.
+  return std::binary_search(high_events_.begin(), high_events_.end(), event);
 }
 
 }  // namespace streamrace::replay

@@ -2,8 +2,8 @@
 // pass over the records (its own, or the analysis's through trace::RecordObserver): which
 // seqs are calls, the stream of each call that accesses memory on a stream, the streams the
 // trace creates, the fix events and API names an earlier round inserted, and the reader's
-// warnings. It holds one byte per call and the earlier rounds' fix events, never the records,
-// so the editor's memory is bounded by the edits rather than by the trace.
+// warnings. It holds one byte per call and a few words, never the records, so the editor's
+// memory is bounded by the edits rather than by the trace.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +46,7 @@ class CallIndex final : public trace::RecordObserver {
   const std::vector<std::string>& warnings() const { return warnings_; }
   // The first fix event an edit may use: after those an earlier round inserted.
   uint64_t first_fix_event() const;
+  // Whether `event`, at or after first_fix_event(), is used by the trace.
   bool fix_event_used(uint64_t event) const;
   // The string id after the largest the trace defines.
   uint32_t next_string() const { return max_string_ + 1; }
@@ -64,6 +65,9 @@ class CallIndex final : public trace::RecordObserver {
   // The run holding `seq` and its code's index, or nothing.
   std::optional<size_t> code_index(uint64_t seq) const;
   uint8_t stream_code(uint64_t seq, uint64_t stream);
+  void note_event(uint64_t event);
+  // The editor's events lie in [kFixEventBase, kFixEventRange).
+  static constexpr uint64_t kFixEventRange = kFixEventBase + (1ull << 32);
 
   std::string path_;
   trace::TraceHeader header_;
@@ -75,7 +79,10 @@ class CallIndex final : public trace::RecordObserver {
   uint8_t last_code_ = 0;
   std::unordered_map<uint64_t, uint64_t> overflow_;  // seq -> stream
   std::vector<uint64_t> created_streams_;            // sorted after end()
-  std::vector<uint64_t> fix_events_;  // events >= kFixEventBase the trace uses; sorted after end()
+  // Fix events the trace uses: the largest below kFixEventBase + 2^32 (the editor's range,
+  // which it continues after), and those above it (no editor makes them; sorted after end()).
+  uint64_t last_fix_event_ = 0;
+  std::vector<uint64_t> high_events_;
   std::vector<std::pair<std::string, uint32_t>> fix_strings_;
   std::vector<std::string> warnings_;
   uint64_t ncalls_ = 0, last_seq_ = 0;
