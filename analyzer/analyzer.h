@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analyzer/finding.h"
+#include "traceformat/call_stream.h"
 #include "traceformat/input_file.h"
 #include "traceformat/trace_file.h"
 
@@ -39,6 +40,11 @@ struct AnalyzerOptions {
   size_t racing_pairs_kept = Occurrence::kMaxRacingPairs;
   // Called with (bytes read, total bytes) while reading; may be empty.
   std::function<void(uint64_t, uint64_t)> progress;
+  // Another consumer of each trace's records, sharing the analysis's decode (`replay trace
+  // --apply-fix` indexes the calls it will edit this way): called once per trace, on the
+  // thread that analyses it, before its records are read, with the trace's path; null or an
+  // empty function: none. The observer sees the main pass only (not precise mode's pre-pass).
+  std::function<trace::RecordObserver*(const std::string& path)> observe_records;
 };
 
 class Analyzer {

@@ -56,8 +56,17 @@ void TraceAnalysis::run() {
                             "): its trace cannot show races; free the CUPTI slot (Nsight, the PyTorch profiler or "
                             "compute-sanitizer hold it) and run again"});
   dict_ = &stream.dictionary();
+  RecordObserver* observer = opts_.observe_records ? opts_.observe_records(path_) : nullptr;
   try {
-    stream.for_each([this](const RecordView& r) { dispatch(r); }, opts_.progress);
+    if (observer)
+      stream.for_each(
+          [this, observer](const RecordView& r) {
+            dispatch(r);
+            observer->record(r);
+          },
+          opts_.progress);
+    else
+      stream.for_each([this](const RecordView& r) { dispatch(r); }, opts_.progress);
   } catch (const StreamLimitError& e) {
     throw TraceError(fmt::format("{}: chunk at offset {}: {}", path_, stream.chunk_offset(), e.what()));
   }
@@ -67,6 +76,7 @@ void TraceAnalysis::run() {
                                  path_, stream.file_size(),
                                  stream.read_stats().truncated ? ", inside its first chunk" : ", after its header"));
   for (const auto& w : stream.warnings()) notices_.push_back({"warning", path_, w});
+  if (observer) observer->end(stream);
   for (const auto& [why, n] : unanalysed_why_)
     notices_.push_back({"warning", path_,
                         fmt::format("{} CUDA graph launch{} not analysed: {}; races inside or against {} are not "

@@ -194,9 +194,15 @@ int run_zero(const ZeroArgs& a) {
 // runs; traces whose schedule is larger than kSimulateCells are not simulated. The lifted
 // schedule leaves out what the IR does not model, so this is a second opinion, not the verdict.
 constexpr uint64_t kSimulateCells = 1u << 16;
+// A lift holds the whole trace as a schedule (hundreds of bytes per record: 3 GB for two
+// 2 M-record traces), so a trace of more records than this is refused before it is lifted.
+constexpr uint64_t kSimulateRecords = 250'000;
 
-std::string simulate_trace(const std::string& path, const TraceArgs& a, bool& corrupt) {
+// `records`: the trace's record count, as the analysis read it.
+std::string simulate_trace(const std::string& path, uint64_t records, const TraceArgs& a, bool& corrupt) {
   corrupt = false;
+  if (records > kSimulateRecords)
+    return fmt::format("not simulated ({} records, more than the {} a lift may hold)", records, kSimulateRecords);
   try {
     auto lifted = lift_trace(path);
     // Told before the simulator copies and checks the schedule (a recording's takes a while).
@@ -274,11 +280,12 @@ int run_trace(const TraceArgs& a) {
   if (!a.no_simulate) {
     report::ProgressMeter sim_meter("simulating", res.traces.size());
     if (a.progress) sim_meter.request();
-    for (const auto& t : res.traces) {
+    for (size_t i = 0; i < res.traces.size(); ++i) {
+      const auto& t = res.traces[i];
       sim_meter.update(sims.size(), fmt::format("trace {} of {}", sims.size() + 1, res.traces.size()));
       bool b = false, f = false;
-      auto before = simulate_trace(t.source, a, b);
-      auto after = simulate_trace(t.edited, a, f);
+      auto before = simulate_trace(t.source, res.before.records.at(i), a, b);
+      auto after = simulate_trace(t.edited, res.after.records.at(i), a, f);
       sims.emplace_back(before, after);
     }
   }

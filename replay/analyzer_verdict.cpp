@@ -13,14 +13,17 @@ namespace streamrace::replay {
 
 namespace fs = std::filesystem;
 
-AnalyzerVerdict analyze_traces(const std::vector<std::string>& paths) {
+AnalyzerVerdict analyze_traces(const std::vector<std::string>& paths,
+                               const std::function<trace::RecordObserver*(const std::string&)>& observe) {
   analysis::AnalyzerOptions opts;
   opts.racing_pairs_kept = SIZE_MAX;  // every occurrence, for the fix edits (bounded by the accesses)
+  opts.observe_records = observe;
   analysis::Analyzer an(opts);
   an.add_traces(paths, 0);  // one thread per core, the same result as one after another
   auto r = an.finish();
   AnalyzerVerdict v;
   v.traces = paths;
+  for (const auto& t : r.traces) v.records.push_back(t.records);
   for (auto& f : r.findings) {
     (f.confidence == analysis::Confidence::kCertain ? v.certain : v.possible)++;
     v.findings.push_back(std::move(f));

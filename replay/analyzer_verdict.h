@@ -3,6 +3,7 @@
 // a fix removed them, and the one-line summary of a finding the replay tables print.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "analyzer/finding.h"
 #include "replay/schedule.h"
 #include "replay/trace_emitter.h"
+#include "traceformat/call_stream.h"
 
 namespace streamrace::replay {
 
@@ -18,11 +20,14 @@ struct AnalyzerVerdict {
   uint64_t possible = 0;
   std::vector<analysis::Finding> findings;
   std::vector<std::string> traces;
+  std::vector<uint64_t> records;  // per trace, in `traces` order: the records read
   bool clean() const { return findings.empty(); }
 };
 
-// Analyzes the traces together (in parallel, one thread per core: the result does not depend on it).
-AnalyzerVerdict analyze_traces(const std::vector<std::string>& paths);
+// Analyzes the traces together (in parallel, one thread per core: the result does not depend
+// on it). `observe` (AnalyzerOptions::observe_records), if set, is handed each trace's records.
+AnalyzerVerdict analyze_traces(const std::vector<std::string>& paths,
+                               const std::function<trace::RecordObserver*(const std::string&)>& observe = {});
 // Writes schedule r as dir/rank<r>.srace (dir is created) and analyzes them together.
 AnalyzerVerdict analyze_schedules(const std::vector<Schedule>& ranks, const std::string& dir,
                                   const EmitOptions& opts = {});

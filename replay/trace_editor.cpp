@@ -8,6 +8,7 @@
 #include <exception>
 #include <filesystem>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <stdexcept>
@@ -30,101 +31,27 @@ constexpr const char* kEditsKey = "streamrace_fix_edits";
 
 }  // namespace
 
-TraceEditor::TraceEditor(const std::string& path) {
-  // Records in the order the analyzer sees them (CallStream): writing them in this order with
-  // dense seqs makes the analyzer see exactly what it saw in the original.
-  CallStream stream(path);
-  header_ = stream.header();
-  std::set<uint64_t> used_events;
-  uint32_t max_string = 0;
-  stream.for_each([&](const RecordView& r) {
-    recs_.push_back(Rec{r.kind, arena_.size(), r.body.size()});
-    arena_.insert(arena_.end(), r.body.begin(), r.body.end());
-    switch (r.kind) {
-      case RecordKind::kStringDef: {
-        auto h = r.as<StringDefHead>();
-        max_string = std::max(max_string, h.id);
-        auto t = r.tail<StringDefHead>();
-        std::string text(reinterpret_cast<const char*>(t.data()), t.size());
-        if (text.rfind(kFixApiPrefix, 0) == 0) strings_.emplace_back(std::move(text), h.id);
-        break;
-      }
-      case RecordKind::kStreamCreate:
-        if (r.body.size() >= sizeof(StreamCreate)) created_streams_.push_back(r.as<StreamCreate>().stream);
-        break;
-      case RecordKind::kEventCreate: used_events.insert(r.as<EventCreate>().event); break;
-      case RecordKind::kEventRecord: used_events.insert(r.as<EventRecord>().event); break;
-      case RecordKind::kStreamWaitEvent: used_events.insert(r.as<StreamWaitEvent>().event); break;
-      default: break;
-    }
-  });
-  for (const auto& w : stream.warnings()) warnings_.push_back(path + ": " + w);
-  if (stream.stats().seq_gaps) warnings_.push_back(path + ": the edited trace numbers calls densely");
-  for (size_t pos = 0; pos < recs_.size(); ++pos) {
-    const Rec& r = recs_[pos];
-    if (!has_call_info(r.kind) || record_fixed_size(r.kind) == 0) continue;
-    uint64_t seq;
-    std::memcpy(&seq, arena_.data() + r.offset, sizeof(seq));
-    pos_of_seq_.emplace_back(seq, pos);
-    ++ncalls_;
-  }
-  std::sort(pos_of_seq_.begin(), pos_of_seq_.end());
-  std::sort(created_streams_.begin(), created_streams_.end());
-  next_string_ = max_string + 1;
-  used_events_.assign(used_events.begin(), used_events.end());
-  // Continue after the fix events a previous round inserted.
-  auto hi = std::lower_bound(used_events_.begin(), used_events_.end(), kFixEventBase + (1ull << 32));
-  if (hi != used_events_.begin() && *std::prev(hi) >= kFixEventBase) next_event_ = *std::prev(hi) + 1;
-}
+TraceEditor::TraceEditor(const std::string& path) : TraceEditor(CallIndex::read(path)) {}
+
+TraceEditor::TraceEditor(CallIndex index) : index_(std::move(index)), next_event_(index_.first_fix_event()) {}
 
 void TraceEditor::add_edit(const analysis::FixEdit& edit) {
-  auto find = [&](uint64_t seq) -> size_t {
-    auto it = std::lower_bound(pos_of_seq_.begin(), pos_of_seq_.end(), std::make_pair(seq, size_t{0}));
-    if (it == pos_of_seq_.end() || it->first != seq)
-      throw std::invalid_argument(fmt::format("call {} is not in the trace", seq));
-    return it->second;
-  };
-  const size_t a = find(edit.after_seq), b = find(edit.before_seq);
+  for (uint64_t seq : {edit.after_seq, edit.before_seq})
+    if (!index_.is_call(seq)) throw std::invalid_argument(fmt::format("call {} is not in the trace", seq));
   for (uint64_t stream : {edit.record_stream, edit.wait_stream})
     if (!has_stream(stream)) throw std::invalid_argument(fmt::format("stream 0x{:x} is not a stream of the trace", stream));
-  if (a >= b)
+  // Calls come in seq order, so seq order is the order in the trace.
+  if (edit.after_seq >= edit.before_seq)
     throw std::invalid_argument(fmt::format("the record after call {} would not come before the wait before call {}",
                                             edit.after_seq, edit.before_seq));
   uint64_t ev = next_event_;
-  while (std::binary_search(used_events_.begin(), used_events_.end(), ev)) ++ev;
+  while (index_.fix_event_used(ev)) ++ev;
   next_event_ = ev + 1;
-  edits_.push_back(Edit{edit, ev, a, b});
-}
-
-bool TraceEditor::has_stream(uint64_t handle) const {
-  if (is_legacy_stream(handle) || is_per_thread_stream(handle)) return true;
-  return std::binary_search(created_streams_.begin(), created_streams_.end(), handle);
-}
-
-std::optional<uint64_t> TraceEditor::stream_of_call(uint64_t seq) const {
-  auto it = std::lower_bound(pos_of_seq_.begin(), pos_of_seq_.end(), std::make_pair(seq, size_t{0}));
-  if (it == pos_of_seq_.end() || it->first != seq) return std::nullopt;
-  const Rec& r = recs_[it->second];
-  // The accessing calls all carry their stream right after the call's common fields.
-  static_assert(offsetof(KernelLaunchHead, stream) == sizeof(CallInfo));
-  static_assert(offsetof(Memcpy, stream) == sizeof(CallInfo));
-  static_assert(offsetof(Memset, stream) == sizeof(CallInfo));
-  static_assert(offsetof(NcclCall, stream) == sizeof(CallInfo));
-  switch (r.kind) {
-    case RecordKind::kKernelLaunch:
-    case RecordKind::kMemcpy:
-    case RecordKind::kMemset:
-    case RecordKind::kNcclCall: break;
-    default: return std::nullopt;
-  }
-  if (r.size < sizeof(CallInfo) + sizeof(uint64_t)) return std::nullopt;
-  uint64_t stream;
-  std::memcpy(&stream, arena_.data() + r.offset + sizeof(CallInfo), sizeof(stream));
-  return stream;
+  edits_.push_back(Edit{edit, ev});
 }
 
 uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
-  TraceHeader h = header_;
+  TraceHeader h = index_.header();
   uint64_t prior = 0;
   if (auto it = h.extra.find(kEditsKey); it != h.extra.end()) prior = std::strtoull(it->second.c_str(), nullptr, 10);
   const uint64_t total = prior + edits_.size();
@@ -132,7 +59,20 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   h.producer += fmt::format("{}{} fix edits)", kEditedTag, total);
   h.extra[kEditsKey] = std::to_string(total);
 
-  TraceWriter w(path, h, opts);
+  CallStream source(index_.path());
+  std::optional<TraceWriter> writer;
+  writer.emplace(path, h, opts);
+  try {
+    return write_records(source, *writer);
+  } catch (...) {
+    writer.reset();  // what was written is no trace: removed
+    std::error_code ec;
+    fs::remove(path, ec);
+    throw;
+  }
+}
+
+uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
   ChunkBuilder chunk;
   uint64_t written = 0;
   auto maybe_flush = [&]() {
@@ -142,10 +82,10 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
     }
   };
   // API names of the inserted calls (reused when an earlier round defined them).
-  uint32_t next_string = next_string_;
+  uint32_t next_string = index_.next_string();
   auto api = [&](const char* name) -> uint32_t {
     const std::string text = std::string(kFixApiPrefix) + name;
-    for (const auto& [t, id] : strings_)
+    for (const auto& [t, id] : index_.fix_strings())
       if (t == text) return id;
     const uint32_t id = next_string++;
     if (!edits_.empty()) {
@@ -157,31 +97,16 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   const uint32_t api_create = api("cudaEventCreate"), api_record = api("cudaEventRecord"),
                  api_wait = api("cudaStreamWaitEvent");
 
-  // A record goes after its call's trailing KernelAccess/OpTiming records (they belong to it).
-  // (position, edit) sorted by position, edits at one position in the order they were added.
-  std::vector<std::pair<size_t, const Edit*>> after, before;
-  for (const auto& e : edits_) {
-    size_t p = e.after_pos;
-    while (p + 1 < recs_.size() && p + 1 < e.before_pos) {
-      RecordKind k = recs_[p + 1].kind;
-      if (k != RecordKind::kKernelAccess && k != RecordKind::kOpTiming) break;
-      ++p;
-    }
-    after.emplace_back(p, &e);
-    before.emplace_back(e.before_pos, &e);
-  }
-  auto by_pos = [](const auto& x, const auto& y) { return x.first < y.first; };
-  std::stable_sort(after.begin(), after.end(), by_pos);
-  std::stable_sort(before.begin(), before.end(), by_pos);
+  // The edits by the call they follow and by the call they precede, those of one call in the
+  // order they were added.
+  std::vector<uint32_t> after(edits_.size()), before(edits_.size());
+  for (uint32_t i = 0; i < edits_.size(); ++i) after[i] = before[i] = i;
+  std::stable_sort(after.begin(), after.end(),
+                   [&](uint32_t x, uint32_t y) { return edits_[x].fix.after_seq < edits_[y].fix.after_seq; });
+  std::stable_sort(before.begin(), before.end(),
+                   [&](uint32_t x, uint32_t y) { return edits_[x].fix.before_seq < edits_[y].fix.before_seq; });
   size_t next_after = 0, next_before = 0;
-  std::vector<uint8_t> copy;  // a call record with its seq renumbered
   uint64_t seq = 0;
-  auto call_of = [&](size_t pos) {
-    const Rec& r = recs_[pos];
-    CallInfo c{};
-    std::memcpy(&c, arena_.data() + r.offset, sizeof(c));
-    return c;
-  };
   auto synthetic = [&](const CallInfo& like, uint32_t api_id) {
     CallInfo c = like;
     c.seq = seq++;
@@ -189,44 +114,68 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
     c.reserved = 0;
     return c;
   };
-  for (size_t pos = 0; pos < recs_.size(); ++pos) {
-    for (; next_before < before.size() && before[next_before].first == pos; ++next_before) {
-      const Edit* e = before[next_before].second;
-      StreamWaitEvent sw{};
-      sw.call = synthetic(call_of(pos), api_wait);
-      sw.stream = e->fix.wait_stream;
-      sw.event = e->event;
-      chunk.add(sw);
-      ++written;
-    }
-    const Rec& r = recs_[pos];
-    const uint8_t* body = arena_.data() + r.offset;
-    if (has_call_info(r.kind) && record_fixed_size(r.kind) != 0) {
-      copy.assign(body, body + r.size);
-      const uint64_t s = seq++;
-      std::memcpy(copy.data(), &s, sizeof(s));
-      chunk.add_raw(r.kind, copy.data(), copy.size(), nullptr, 0);
-    } else {
-      chunk.add_raw(r.kind, body, r.size, nullptr, 0);
-    }
-    ++written;
-    for (; next_after < after.size() && after[next_after].first == pos; ++next_after) {
-      const Edit* e = after[next_after].second;
-      const CallInfo like = call_of(e->after_pos);
+  // The record goes after its call's trailing KernelAccess/OpTiming records (they belong to
+  // it): the after-edits of the last call wait in [pending, pending_end) for the first record
+  // that is neither. The chunk is cut where the whole-trace editor cut it: after a record and
+  // the records inserted after it, so a pending insertion defers the cut.
+  size_t pending = 0, pending_end = 0;
+  CallInfo pending_like{};
+  auto insert_pending = [&]() {
+    for (; pending < pending_end; ++pending) {
+      const Edit& e = edits_[after[pending]];
       EventCreate ec{};
-      ec.call = synthetic(like, api_create);
-      ec.event = e->event;
+      ec.call = synthetic(pending_like, api_create);
+      ec.event = e.event;
       ec.flags = 0x2;  // cudaEventDisableTiming
       chunk.add(ec);
       EventRecord er{};
-      er.call = synthetic(like, api_record);
-      er.event = e->event;
-      er.stream = e->fix.record_stream;
+      er.call = synthetic(pending_like, api_record);
+      er.event = e.event;
+      er.stream = e.fix.record_stream;
       chunk.add(er);
       written += 2;
     }
-    maybe_flush();
-  }
+  };
+  std::vector<uint8_t> copy;  // a call record with its seq renumbered
+  source.for_each([&](const RecordView& r) {
+    if (pending < pending_end) {
+      if (r.kind != RecordKind::kKernelAccess && r.kind != RecordKind::kOpTiming) insert_pending();
+      maybe_flush();
+    }
+    if (!has_call_info(r.kind) || record_fixed_size(r.kind) == 0) {
+      chunk.add_raw(r.kind, r.body.data(), r.body.size(), nullptr, 0);
+      ++written;
+      if (pending == pending_end) maybe_flush();
+      return;
+    }
+    CallInfo like{};
+    std::memcpy(&like, r.body.data(), sizeof(like));
+    const uint64_t call_seq = like.seq;
+    for (; next_before < before.size() && edits_[before[next_before]].fix.before_seq == call_seq; ++next_before) {
+      const Edit& e = edits_[before[next_before]];
+      StreamWaitEvent sw{};
+      sw.call = synthetic(like, api_wait);
+      sw.stream = e.fix.wait_stream;
+      sw.event = e.event;
+      chunk.add(sw);
+      ++written;
+    }
+    copy.assign(r.body.begin(), r.body.end());
+    const uint64_t s = seq++;
+    std::memcpy(copy.data(), &s, sizeof(s));
+    chunk.add_raw(r.kind, copy.data(), copy.size(), nullptr, 0);
+    ++written;
+    pending = next_after;
+    while (next_after < after.size() && edits_[after[next_after]].fix.after_seq == call_seq) ++next_after;
+    pending_end = next_after;
+    pending_like = like;
+    if (pending == pending_end) maybe_flush();
+  });
+  insert_pending();
+  maybe_flush();
+  if (next_before != before.size() || next_after != after.size())
+    throw TraceError(fmt::format("{}: the trace no longer holds the calls its index named ({} of {} edits placed)",
+                                 index_.path(), std::min(next_before, next_after), edits_.size()));
   if (!chunk.empty()) w.write_chunk(chunk);
   w.close();
   return written;
@@ -283,9 +232,10 @@ void drop_repeated_edits(TraceEdits& te) {
   te.planned.resize(out);
 }
 
-// Traces edited at once. Each editor holds its trace's records (about 100 bytes per record),
-// so one at a time keeps the memory at one trace's; the analyses are the parallel part.
-constexpr size_t kEditThreads = 1;
+// Traces edited at once: one per core, as the analyses. An editor holds its edits (about 50
+// bytes each), one byte per call and a chunk, not the trace, so editing in parallel costs
+// little memory; outcomes are applied in trace order, so the result does not depend on it.
+size_t edit_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 // What one round did to one trace.
 struct TraceEditOutcome {
@@ -295,11 +245,14 @@ struct TraceEditOutcome {
   std::vector<std::string> unfixable;  // fingerprints whose own fix does not fit the trace
 };
 
-TraceEditOutcome edit_one_trace(const std::string& path, const std::string& out,
+// `index`: the trace's CallIndex, built while the analysis read it; without one the editor
+// reads the trace for its own.
+TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex>&& index, const std::string& out,
                                 const std::vector<const analysis::Finding*>& findings, bool one_per_round,
                                 bool first_round) {
   TraceEditOutcome o;
-  TraceEditor ed(path);
+  TraceEditor ed = index ? TraceEditor(std::move(*index)) : TraceEditor(path);
+  index.reset();
   TraceEdits te;
   std::set<const analysis::Finding*> planned;
   for (const auto* f : findings) {
@@ -344,13 +297,30 @@ TraceEditOutcome edit_one_trace(const std::string& path, const std::string& out,
 
 RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const RecordFixOptions& opts) {
   RecordFixResult res;
-  res.before = analyze_traces(traces);
+  std::vector<std::string> cur = traces;
+  // Each analysis also indexes the calls of the traces it reads (one decode for both), for the
+  // round that edits them. A path listed twice is indexed once; its second editor reads it.
+  std::vector<std::optional<CallIndex>> indexes(traces.size());
+  std::mutex index_mu;
+  auto observe = [&](const std::string& path) -> trace::RecordObserver* {
+    std::lock_guard lock(index_mu);
+    for (size_t t = 0; t < cur.size(); ++t)
+      if (cur[t] == path && !indexes[t]) return &indexes[t].emplace(path);
+    return nullptr;
+  };
+  auto analyze_indexed = [&]() {
+    for (auto& i : indexes) i.reset();
+    return analyze_traces(cur, observe);
+  };
+  res.before = analyze_indexed();
   const std::set<std::string> targets = select_fix_targets(res.before, opts.fingerprints);
   fs::create_directories(opts.out_dir);
-  std::vector<std::string> cur = traces;
   for (const auto& t : traces) res.traces.push_back(RecordFixResult::PerTrace{t, "", 0, {}});
   std::set<std::string> unfixable;
-  AnalyzerVerdict v = res.before;
+  // The latest analysis of `cur`: the input's until a round has edited something (no copy of
+  // its findings, which hold every racing pair).
+  std::optional<AnalyzerVerdict> later;
+  auto latest = [&]() -> const AnalyzerVerdict& { return later ? *later : res.before; };
   uint64_t cap = opts.max_rounds;
   if (cap == 0) {
     cap = 1;
@@ -375,7 +345,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
     // The traces this round edits: where[0]'s trace of every targeted finding (its own
     // fix_edit is the first occurrence there), and every place of it unless one per round.
     std::map<size_t, std::vector<const analysis::Finding*>> by_trace;
-    for (const auto& f : v.findings) {
+    for (const auto& f : latest().findings) {
       if (!targets.count(f.fingerprint) || unfixable.count(f.fingerprint) || f.where.empty()) continue;
       auto t = trace_index(f.where[0].trace);
       if (!t) continue;
@@ -389,8 +359,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       res.hit_round_cap = true;
       break;
     }
-    // The traces are edited one at a time: the editor holds one trace's records. Outcomes are
-    // applied in trace order.
+    // The traces are edited in parallel (edit_threads()); outcomes are applied in trace order.
     std::vector<std::pair<size_t, const std::vector<const analysis::Finding*>*>> work;
     for (const auto& [t, findings] : by_trace) work.emplace_back(t, &findings);
     std::vector<TraceEditOutcome> outcomes(work.size());
@@ -403,13 +372,14 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
           const std::string out =
               (fs::path(opts.out_dir) / fmt::format("{}.round{}.srace", fs::path(traces[t]).stem().string(), round + 1))
                   .string();
-          outcomes[i] = edit_one_trace(cur[t], out, *work[i].second, opts.one_occurrence_per_round, round == 0);
+          outcomes[i] = edit_one_trace(cur[t], std::move(indexes[t]), out, *work[i].second,
+                                       opts.one_occurrence_per_round, round == 0);
         } catch (...) {
           errors[i] = std::current_exception();
         }
       }
     };
-    const size_t threads = std::min<size_t>(work.size(), kEditThreads);
+    const size_t threads = std::min<size_t>(work.size(), edit_threads());
     std::vector<std::thread> pool;
     for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
     worker();
@@ -429,8 +399,9 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
     }
     if (!edited) break;
     ++res.rounds;
-    v = analyze_traces(cur);
-    if (opts.progress) opts.progress(res.rounds, occurrences_left(v), total_occurrences);
+    later.reset();
+    later = analyze_indexed();
+    if (opts.progress) opts.progress(res.rounds, occurrences_left(*later), total_occurrences);
   }
   // `v` is the analysis of `cur`: the final traces are `cur` under their final names, so it is
   // the verdict after the edits once its places name those files (no further analysis).
@@ -452,6 +423,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
     res.traces[t].edited = dst;
     final_paths.push_back(dst);
   }
+  AnalyzerVerdict v = later ? std::move(*later) : res.before;
   for (auto& f : v.findings)
     for (auto& w : f.where)
       if (auto it = renamed.find(w.trace); it != renamed.end()) w.trace = it->second;

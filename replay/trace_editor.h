@@ -5,6 +5,10 @@
 // inserts the records of each fix: EventCreate + EventRecord(event, record_stream) right after
 // the call `after_seq`, StreamWaitEvent(wait_stream, event) right before the call `before_seq`.
 // Call seqs are renumbered densely in the new order.
+//
+// The editor streams: it checks edits against a CallIndex of the trace (one pass, its own or
+// the analysis's) and write() reads the trace once more, record by record, so it holds the
+// edits and one byte per call, never the trace's records.
 #pragma once
 
 #include <cstdint>
@@ -15,19 +19,18 @@
 
 #include "analyzer/finding.h"
 #include "replay/analyzer_verdict.h"
+#include "replay/call_index.h"
 #include "traceformat/trace_file.h"
 
 namespace streamrace::replay {
 
-// Synthetic event handles: kFixEventBase + n; the editor skips any the trace already uses.
-inline constexpr uint64_t kFixEventBase = 0x5EED0000'00000000ull;
-inline constexpr const char* kFixApiPrefix = "streamrace-fix:";
-
 class TraceEditor {
  public:
-  // Reads the whole trace (throws trace::TraceError) in the order the analyzer processes it
-  // (trace::CallStream).
+  // Indexes the trace by reading it once (throws trace::TraceError), in the order the
+  // analyzer processes it (trace::CallStream).
   explicit TraceEditor(const std::string& path);
+  // Edits the trace `index` was built from (index.path()), e.g. while the analysis read it.
+  explicit TraceEditor(CallIndex index);
 
   // Queues one edit; seqs are those of the trace as read. Throws std::invalid_argument when a
   // seq is not a call of the trace, after_seq does not come before before_seq, or a stream is
@@ -35,42 +38,31 @@ class TraceEditor {
   void add_edit(const analysis::FixEdit& edit);
   size_t edits() const { return edits_.size(); }
 
-  // Writes the edited trace to `path` (created exclusively). Returns the records written.
+  // Writes the edited trace to `path` (created exclusively), reading the source trace again
+  // (throws trace::TraceError if it no longer reads as it did). Returns the records written.
   uint64_t write(const std::string& path, trace::WriterOptions opts = {}) const;
 
-  const trace::TraceHeader& header() const { return header_; }
-  bool has_stream(uint64_t handle) const;
+  const trace::TraceHeader& header() const { return index_.header(); }
+  bool has_stream(uint64_t handle) const { return index_.has_stream(handle); }
   // The stream the call `seq` was issued on, for the calls that access memory on a stream
   // (kernel launches, copies, memsets, NCCL calls); nothing for other calls or unknown seqs.
-  std::optional<uint64_t> stream_of_call(uint64_t seq) const;
-  const std::vector<std::string>& warnings() const { return warnings_; }
-  uint64_t calls() const { return ncalls_; }
+  std::optional<uint64_t> stream_of_call(uint64_t seq) const { return index_.stream_of_call(seq); }
+  const std::vector<std::string>& warnings() const { return index_.warnings(); }
+  uint64_t calls() const { return index_.calls(); }
   // The event handle the next edit will use.
   uint64_t next_event() const { return next_event_; }
 
  private:
-  struct Rec {
-    trace::RecordKind kind;
-    size_t offset, size;  // body bytes in arena_
-  };
   struct Edit {
     analysis::FixEdit fix;
     uint64_t event;
-    size_t after_pos, before_pos;  // positions in recs_
   };
+  // Copies the source's records to `w` with the edits inserted; returns the records written.
+  uint64_t write_records(trace::CallStream& source, trace::TraceWriter& w) const;
 
-  trace::TraceHeader header_;
-  std::vector<uint8_t> arena_;
-  std::vector<Rec> recs_;  // in output order (the analyzer's)
-  std::vector<std::pair<uint64_t, size_t>> pos_of_seq_;  // (seq, position in recs_), sorted by seq
+  CallIndex index_;
   std::vector<Edit> edits_;
-  std::vector<uint64_t> created_streams_;  // sorted
-  std::vector<std::string> warnings_;
-  uint64_t ncalls_ = 0;
   uint64_t next_event_ = kFixEventBase;
-  uint32_t next_string_ = 1;
-  std::vector<std::pair<std::string, uint32_t>> strings_;  // texts the edits may reuse
-  std::vector<uint64_t> used_events_;  // sorted
 };
 
 // Applying fixes at the record level to a set of traces analysed together. A round edits the

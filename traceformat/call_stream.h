@@ -123,4 +123,15 @@ class CallStream {
   std::map<uint64_t, std::pair<RecordKind, std::vector<uint8_t>>> pending_;
 };
 
+// A consumer of a CallStream that another consumer drives (the analysis): record() sees each
+// record right after the driver, in the order for_each hands them out, end() the stream once
+// it is read (its header, warnings and stats are complete then). Lets a second consumer share
+// one decode of the file instead of reading it again.
+class RecordObserver {
+ public:
+  virtual ~RecordObserver() = default;
+  virtual void record(const RecordView& r) = 0;
+  virtual void end(const CallStream& stream) = 0;
+};
+
 }  // namespace streamrace::trace

@@ -4,9 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <optional>
 
 #include "replay/analyzer_verdict.h"
+#include "replay/call_index.h"
 #include "replay/stream_simulator.h"
 #include "replay/trace_editor.h"
 #include "replay/trace_emitter.h"
@@ -38,6 +42,7 @@ struct ReadBack {
   std::vector<Call> calls;
   std::map<uint32_t, std::string> strings;
   std::vector<std::vector<uint8_t>> bodies;  // every record body, in file order
+  std::vector<tr::RecordKind> kinds;          // every record's kind, in file order
 };
 
 ReadBack read_back(const std::string& path) {
@@ -46,6 +51,7 @@ ReadBack read_back(const std::string& path) {
   rb.header = r.header();
   r.for_each([&](const tr::RecordView& v) {
     rb.bodies.emplace_back(v.body.begin(), v.body.end());
+    rb.kinds.push_back(v.kind);
     switch (v.kind) {
       case tr::RecordKind::kStringDef: {
         auto t = v.tail<tr::StringDefHead>();
@@ -404,4 +410,212 @@ TEST(TraceEditor, AFindingThatOccursFiveTimesTakesFiveEdits) {
   EXPECT_EQ(capped.total_edits(), 2u);
   EXPECT_FALSE(capped.fixed());
   EXPECT_EQ(capped.verdict.remaining.size(), 1u);
+}
+
+namespace {
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+}  // namespace
+
+// The index the analysis builds while it reads the trace (one decode) is the index the editor
+// builds on its own: same calls, streams and warnings, and the same edited file, byte for byte.
+// The analysis's verdict does not change with an observer.
+TEST(TraceEditor, AnIndexBuiltWhileTheAnalysisReadsEditsLikeTheEditorsOwnRead) {
+  const std::string dir = temp_dir("shared_decode");
+  const std::string path = dir + "/rank0.srace";
+  uint64_t S1, S2;
+  {
+    tr::TraceBuilder b(path, tr::TraceBuilder::default_header(0));
+    S1 = b.create_stream();
+    S2 = b.create_stream();
+    const uint64_t A = b.alloc(4096), B = b.alloc(4096);
+    for (int i = 0; i < 3; ++i) {
+      b.at("train.py", 10, "produce");
+      b.memset(S1, A, 4096);
+      b.at("train.py", 20, "consume");
+      b.memcpy(S2, B, A, 4096);
+    }
+    b.stream_synchronize(S2);
+    b.finish();
+  }
+  std::optional<CallIndex> seen;
+  std::vector<std::string> observed;
+  auto v = analyze_traces({path}, [&](const std::string& p) -> tr::RecordObserver* {
+    observed.push_back(p);
+    return &seen.emplace(p);
+  });
+  EXPECT_EQ(observed, std::vector<std::string>{path});
+  ASSERT_TRUE(seen.has_value());
+  const auto plain = analyze_traces({path});
+  // RAW (each copy reads the memset's bytes) and WAR (the next memset rewrites what a copy read).
+  ASSERT_EQ(v.findings.size(), 2u);
+  ASSERT_EQ(plain.findings.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(v.findings[i].fingerprint, plain.findings[i].fingerprint);
+    EXPECT_EQ(v.findings[i].occurrences, plain.findings[i].occurrences);
+  }
+  EXPECT_EQ(v.findings[0].occurrences + v.findings[1].occurrences, 5u);
+  EXPECT_EQ(v.records, plain.records);
+  ASSERT_EQ(v.records.size(), 1u);
+
+  const CallIndex own = CallIndex::read(path);
+  EXPECT_EQ(seen->calls(), 11u);  // 2 stream creations, 2 allocations, 6 operations, the sync
+  EXPECT_EQ(own.calls(), seen->calls());
+  EXPECT_EQ(own.warnings(), seen->warnings());
+  EXPECT_EQ(own.first_fix_event(), kFixEventBase);
+  for (uint64_t seq = 0; seq < 13; ++seq) {
+    EXPECT_EQ(own.is_call(seq), seq < 11) << seq;
+    EXPECT_EQ(own.is_call(seq), seen->is_call(seq)) << seq;
+    EXPECT_EQ(own.stream_of_call(seq), seen->stream_of_call(seq)) << seq;
+  }
+  // seqs 4..9 alternate memset on S1, copy on S2; creations, allocations and the sync have no stream.
+  for (uint64_t seq : {0, 1, 2, 3, 10}) EXPECT_EQ(seen->stream_of_call(seq), std::nullopt) << seq;
+  for (uint64_t seq = 4; seq < 10; ++seq) EXPECT_EQ(seen->stream_of_call(seq), seq % 2 ? S2 : S1) << seq;
+
+  TraceEditor shared(std::move(*seen)), alone(path);
+  for (TraceEditor* ed : {&shared, &alone})
+    for (const auto& f : v.findings)
+      for (const auto& p : f.where[0].pairs)
+        ed->add_edit({*ed->stream_of_call(p.earlier_seq), p.earlier_seq, *ed->stream_of_call(p.later_seq), p.later_seq});
+  EXPECT_EQ(shared.edits(), 5u);
+  EXPECT_EQ(alone.edits(), 5u);
+  EXPECT_EQ(shared.write(dir + "/shared.srace"), alone.write(dir + "/alone.srace"));
+  EXPECT_EQ(file_bytes(dir + "/shared.srace"), file_bytes(dir + "/alone.srace"));
+  EXPECT_TRUE(analyze_traces({dir + "/shared.srace"}).clean());
+}
+
+// The record after a call goes after the records that belong to the call (its timing and its
+// measured accesses, which the tracer writes after it), before the next call's wait.
+TEST(TraceEditor, TheRecordGoesAfterTheCallsTimingAndMeasuredAccesses) {
+  const std::string dir = temp_dir("trailing");
+  const std::string path = dir + "/rank0.srace";
+  uint64_t S1, S2, kernel_seq, copy_seq;
+  {
+    tr::TraceBuilder b(path, tr::TraceBuilder::default_header(0));
+    S1 = b.create_stream();
+    S2 = b.create_stream();
+    const uint64_t A = b.alloc(4096), B = b.alloc(4096);
+    kernel_seq = b.next_seq();
+    const uint64_t corr = b.kernel(S1, "fill", {A});
+    b.timing(corr, 100, 200);
+    b.kernel_access(corr, A, 4096, tr::AccessDir::kWrite);
+    copy_seq = b.next_seq();
+    b.memcpy(S2, B, A, 4096);
+    b.finish();
+  }
+  TraceEditor ed(path);
+  ed.add_edit({S1, kernel_seq, S2, copy_seq});
+  ed.write(dir + "/fixed.srace");
+  auto got = read_back(dir + "/fixed.srace");
+  using K = tr::RecordKind;
+  std::vector<K> calls_and_trailing;
+  for (K k : got.kinds)
+    if (k != K::kStringDef && k != K::kStackDef) calls_and_trailing.push_back(k);
+  const std::vector<K> want = {K::kStreamCreate, K::kStreamCreate, K::kAlloc,       K::kAlloc,
+                               K::kKernelLaunch, K::kOpTiming,     K::kKernelAccess, K::kEventCreate,
+                               K::kEventRecord,  K::kStreamWaitEvent, K::kMemcpy};
+  EXPECT_EQ(calls_and_trailing, want);
+  ASSERT_EQ(got.calls.size(), 9u);
+  EXPECT_EQ(got.calls[6].stream, S1);  // the EventRecord
+  EXPECT_EQ(got.calls[7].stream, S2);  // the wait
+  EXPECT_EQ(got.calls[5].event, kFixEventBase);
+  EXPECT_EQ(got.calls[6].event, kFixEventBase);
+  EXPECT_EQ(got.calls[7].event, kFixEventBase);
+}
+
+// Calls whose seqs skip (records lost) are indexed as runs: the seqs in between are no calls,
+// an edit naming one is refused, and the edited trace numbers the calls densely, with a warning.
+TEST(TraceEditor, SeqsThatSkipAreIndexedAsRunsAndRenumbered) {
+  const std::string dir = temp_dir("seq_gap");
+  const std::string path = dir + "/rank0.srace";
+  {
+    tr::TraceWriter w(path, tr::TraceBuilder::default_header(0));
+    tr::ChunkBuilder c;
+    for (uint64_t seq : {0, 1, 5, 6}) {
+      tr::EventCreate r{};
+      r.call.seq = seq;
+      r.event = 0x10 + seq;
+      c.add(r);
+    }
+    w.write_chunk(c);
+    w.close();
+  }
+  const CallIndex index = CallIndex::read(path);
+  EXPECT_EQ(index.calls(), 4u);
+  for (uint64_t seq = 0; seq < 8; ++seq) EXPECT_EQ(index.is_call(seq), seq < 2 || seq == 5 || seq == 6) << seq;
+  EXPECT_EQ(index.warnings(), (std::vector<std::string>{path + ": 3 call records are missing from the sequence (records lost?)",
+                                                        path + ": the edited trace numbers calls densely"}));
+  TraceEditor ed(path);
+  const uint64_t legacy = tr::legacy_stream(0);
+  EXPECT_THROW(ed.add_edit({legacy, 1, legacy, 3}), std::invalid_argument);
+  ed.add_edit({legacy, 1, legacy, 5});
+  ed.write(dir + "/fixed.srace");
+  auto got = read_back(dir + "/fixed.srace");
+  ASSERT_EQ(got.calls.size(), 7u);
+  for (size_t i = 0; i < got.calls.size(); ++i) EXPECT_EQ(got.calls[i].call.seq, i);
+  const std::vector<uint64_t> events = {0x10, 0x11, kFixEventBase, kFixEventBase, kFixEventBase, 0x15, 0x16};
+  for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(got.calls[i].event, events[i]) << i;
+}
+
+// More accessing streams than the index's table holds: the streams beyond it are still named
+// exactly, and edits on them land on them.
+TEST(TraceEditor, StreamsBeyondTheIndexTableAreStillExact) {
+  const std::string dir = temp_dir("many_streams");
+  const std::string path = dir + "/rank0.srace";
+  std::vector<uint64_t> streams, seqs;
+  {
+    tr::TraceBuilder b(path, tr::TraceBuilder::default_header(0));
+    for (int i = 0; i < 300; ++i) streams.push_back(b.create_stream());
+    const uint64_t A = b.alloc(4096);
+    for (uint64_t s : streams) {
+      seqs.push_back(b.next_seq());
+      b.memset(s, A, 4096);
+    }
+    b.finish();
+  }
+  TraceEditor ed(path);
+  for (size_t i = 0; i < streams.size(); ++i) EXPECT_EQ(ed.stream_of_call(seqs[i]), streams[i]) << i;
+  ed.add_edit({streams[298], seqs[298], streams[299], seqs[299]});
+  ed.write(dir + "/fixed.srace");
+  auto got = read_back(dir + "/fixed.srace");
+  ASSERT_EQ(got.calls.size(), 300u + 1 + 300 + 3);
+  const auto& rec = got.calls[got.calls.size() - 3];
+  const auto& wait = got.calls[got.calls.size() - 2];
+  EXPECT_EQ(rec.kind, tr::RecordKind::kEventRecord);
+  EXPECT_EQ(rec.stream, streams[298]);
+  EXPECT_EQ(wait.kind, tr::RecordKind::kStreamWaitEvent);
+  EXPECT_EQ(wait.stream, streams[299]);
+  EXPECT_EQ(got.calls.back().stream, streams[299]);
+}
+
+// The editor reads its trace again when it writes: a trace that changed since it was indexed
+// (its calls are gone) is an error naming the file, not a trace with edits left out.
+TEST(TraceEditor, ATraceThatChangedSinceItsIndexIsNamed) {
+  const std::string dir = temp_dir("changed");
+  const std::string path = dir + "/rank0.srace";
+  auto build = [&](int memsets) {
+    std::filesystem::remove(path);
+    tr::TraceBuilder b(path, tr::TraceBuilder::default_header(0));
+    const uint64_t S = b.create_stream();
+    const uint64_t A = b.alloc(4096);
+    for (int i = 0; i < memsets; ++i) b.memset(S, A, 4096);
+    b.finish();
+    return S;
+  };
+  const uint64_t S = build(4);
+  TraceEditor ed(path);
+  ed.add_edit({S, 2, S, 5});
+  build(1);
+  try {
+    ed.write(dir + "/fixed.srace");
+    FAIL() << "no error";
+  } catch (const tr::TraceError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": the trace no longer holds the calls its index named (0 of 1 edits placed)");
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/fixed.srace")) << "the partial output is removed";
 }

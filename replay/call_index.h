@@ -1,0 +1,92 @@
+// CallIndex: what the fix editor must know of a trace before it edits it, gathered in one
+// pass over the records (its own, or the analysis's through trace::RecordObserver): which
+// seqs are calls, the stream of each call that accesses memory on a stream, the streams the
+// trace creates, the fix events and API names an earlier round inserted, and the reader's
+// warnings. It holds one byte per call and a few words, never the records, so the editor's
+// memory is bounded by the edits rather than by the trace.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "traceformat/call_stream.h"
+#include "traceformat/trace_file.h"
+
+namespace streamrace::replay {
+
+// Synthetic event handles: kFixEventBase + n; the editor skips any the trace already uses.
+inline constexpr uint64_t kFixEventBase = 0x5EED0000'00000000ull;
+inline constexpr const char* kFixApiPrefix = "streamrace-fix:";
+
+class CallIndex final : public trace::RecordObserver {
+ public:
+  // An empty index of `path`, filled by record() and end() as the trace is read.
+  explicit CallIndex(std::string path) : path_(std::move(path)) {}
+  // Reads `path` (trace::CallStream) and indexes it. Throws trace::TraceError.
+  static CallIndex read(const std::string& path);
+
+  void record(const trace::RecordView& r) override;
+  void end(const trace::CallStream& stream) override;
+
+  const std::string& path() const { return path_; }
+  const trace::TraceHeader& header() const { return header_; }
+  // Whether `seq` is a call the analysis saw (calls come in seq order, so for two calls
+  // seq order is their order in the trace).
+  bool is_call(uint64_t seq) const;
+  // The stream the call `seq` was issued on, for the calls that access memory on a stream
+  // (kernel launches, copies, memsets, NCCL calls); nothing for other calls or unknown seqs.
+  std::optional<uint64_t> stream_of_call(uint64_t seq) const;
+  bool has_stream(uint64_t handle) const;
+  uint64_t calls() const { return ncalls_; }
+  // "<path>: <warning>" for the reader's warnings, and that seqs are renumbered densely.
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  // The first fix event an edit may use: after those an earlier round inserted.
+  uint64_t first_fix_event() const;
+  // Whether `event`, at or after first_fix_event(), is used by the trace.
+  bool fix_event_used(uint64_t event) const;
+  // The string id after the largest the trace defines.
+  uint32_t next_string() const { return max_string_ + 1; }
+  // Strings defined with kFixApiPrefix (an earlier round's API names), with their ids.
+  const std::vector<std::pair<std::string, uint32_t>>& fix_strings() const { return fix_strings_; }
+
+ private:
+  // Per call one code: 0 = no stream, 1..kTableCodes = stream_table_[code - 1], kOverflow =
+  // in overflow_ (a trace with more distinct accessing streams than the table holds).
+  static constexpr uint8_t kOverflow = 255;
+  static constexpr size_t kTableCodes = 254;
+  struct Run {
+    uint64_t first_seq;
+    size_t first_code;  // index in codes_
+  };
+  // The run holding `seq` and its code's index, or nothing.
+  std::optional<size_t> code_index(uint64_t seq) const;
+  uint8_t stream_code(uint64_t seq, uint64_t stream);
+  void note_event(uint64_t event);
+  // The editor's events lie in [kFixEventBase, kFixEventRange).
+  static constexpr uint64_t kFixEventRange = kFixEventBase + (1ull << 32);
+
+  std::string path_;
+  trace::TraceHeader header_;
+  std::vector<Run> runs_;       // consecutive seqs, in seq order
+  std::vector<uint8_t> codes_;  // one per call, in seq order
+  std::vector<uint64_t> stream_table_;
+  std::unordered_map<uint64_t, uint8_t> code_of_stream_;
+  uint64_t last_stream_ = 0;
+  uint8_t last_code_ = 0;
+  std::unordered_map<uint64_t, uint64_t> overflow_;  // seq -> stream
+  std::vector<uint64_t> created_streams_;            // sorted after end()
+  // Fix events the trace uses: the largest below kFixEventBase + 2^32 (the editor's range,
+  // which it continues after), and those above it (no editor makes them; sorted after end()).
+  uint64_t last_fix_event_ = 0;
+  std::vector<uint64_t> high_events_;
+  std::vector<std::pair<std::string, uint32_t>> fix_strings_;
+  std::vector<std::string> warnings_;
+  uint64_t ncalls_ = 0, last_seq_ = 0;
+  uint32_t max_string_ = 0;
+};
+
+}  // namespace streamrace::replay
