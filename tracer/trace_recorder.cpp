@@ -232,33 +232,7 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final) {
     } else {
       reg.lock();
     }
-    for (size_t i = 0; i < buffers_.size();) {
-      auto& b = buffers_[i];
-      bool dead = b->dead.load();
-      std::unique_lock lock(b->mu, std::defer_lock);
-      if (nonblocking) {
-        if (!lock.try_lock()) {
-          ++i;
-          continue;
-        }
-      } else {
-        lock.lock();
-      }
-      if (!b->chunk.empty()) {
-        drained.emplace_back();
-        std::swap(drained.back(), b->chunk);
-        if (!dead && !spare_chunks_.empty()) {
-          std::swap(b->chunk, spare_chunks_.back());
-          spare_chunks_.pop_back();
-        }
-      }
-      lock.unlock();
-      if (dead) {
-        buffers_.erase(buffers_.begin() + long(i));
-      } else {
-        ++i;
-      }
-    }
+    drain_buffers_locked(nonblocking, drained, true);
   }
   // Interned strings alone (no record yet) never create the file.
   if (drained.empty() && !writer_) return;
@@ -303,6 +277,37 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final) {
   }
 }
 
+void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained,
+                                         bool hand_back_spares) {
+  for (size_t i = 0; i < buffers_.size();) {
+    auto& b = buffers_[i];
+    bool dead = b->dead.load();
+    std::unique_lock lock(b->mu, std::defer_lock);
+    if (nonblocking) {
+      if (!lock.try_lock()) {
+        ++i;
+        continue;
+      }
+    } else {
+      lock.lock();
+    }
+    if (!b->chunk.empty()) {
+      drained.emplace_back();
+      std::swap(drained.back(), b->chunk);
+      if (hand_back_spares && !dead && !spare_chunks_.empty()) {
+        std::swap(b->chunk, spare_chunks_.back());
+        spare_chunks_.pop_back();
+      }
+    }
+    lock.unlock();
+    if (dead) {
+      buffers_.erase(buffers_.begin() + long(i));
+    } else {
+      ++i;
+    }
+  }
+}
+
 void TraceRecorder::flush_windowed_locked(bool nonblocking, bool final) {
   // The boundaries known now, and the seq below which every boundary is among them (a
   // marker takes its seq and adds its boundary under marks_mu_). Read before draining, so
@@ -328,29 +333,7 @@ void TraceRecorder::flush_windowed_locked(bool nonblocking, bool final) {
         final = false;  // nothing is placed without its boundaries
       }
     }
-    for (size_t i = 0; i < buffers_.size();) {
-      auto& b = buffers_[i];
-      bool dead = b->dead.load();
-      std::unique_lock lock(b->mu, std::defer_lock);
-      if (nonblocking) {
-        if (!lock.try_lock()) {
-          ++i;
-          continue;
-        }
-      } else {
-        lock.lock();
-      }
-      if (!b->chunk.empty()) {
-        drained.emplace_back();
-        std::swap(drained.back(), b->chunk);
-      }
-      lock.unlock();
-      if (dead) {
-        buffers_.erase(buffers_.begin() + long(i));
-      } else {
-        ++i;
-      }
-    }
+    drain_buffers_locked(nonblocking, drained, false);
   }
   auto stacks = stacks_.take_pending(strings_);
   auto strings = strings_.take_pending();

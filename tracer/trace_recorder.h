@@ -119,6 +119,10 @@ class TraceRecorder {
   void flush_locked(bool nonblocking, bool final = false);
   void flush_windowed_locked(bool nonblocking, bool final);
   bool ensure_open_locked(trace::TraceHeader* prepared);
+  // Requires flush_mu_ and registry_mu_: moves every thread buffer's records into `drained`
+  // (skipping buffers whose lock is taken when `nonblocking`), forgets dead threads' buffers,
+  // and, with `hand_back_spares`, gives each drained thread a spare buffer with capacity.
+  void drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained, bool hand_back_spares);
 
   const uint64_t id_;
   RecorderOptions opts_;
