@@ -1,0 +1,135 @@
+// One trace split over several workers by allocation (`analyze -j N` on one large trace,
+// issue #17): the result equals one unsplit analysis exactly: findings, first occurrences,
+// counts, racing pairs, notices and summary. Splitting is forced here (split_min_bytes 0) on
+// traces far below the threshold. The case traces are compared by the case runner, the CLI's
+// reports on generated traces by tests/cli/split_trace_test.sh.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "analyzer/analyzer.h"
+#include "support/trace_test_support.h"
+
+namespace streamrace {
+namespace {
+
+namespace fs = std::filesystem;
+using trace::AllocKind;
+using trace::TraceBuilder;
+
+// The result as the JSON report has it, plus the racing pairs it leaves out (kept in
+// memory for the timeline reports and apply-fix).
+nlohmann::json everything(const analysis::AnalysisResult& r) {
+  nlohmann::json j = r;
+  nlohmann::json pairs = nlohmann::json::array();
+  for (const auto& f : r.findings)
+    for (const auto& w : f.where) {
+      nlohmann::json p = nlohmann::json::array();
+      for (const auto& rp : w.pairs) p.push_back({rp.earlier_seq, rp.later_seq});
+      pairs.push_back(p);
+    }
+  j["racing_pairs"] = pairs;
+  return j;
+}
+
+nlohmann::json analysed(const std::vector<std::string>& paths, unsigned workers_per_trace) {
+  analysis::AnalyzerOptions opts;
+  opts.split_min_bytes = 0;
+  analysis::Analyzer a(opts);
+  if (workers_per_trace == 1)
+    for (const auto& p : paths) a.add_trace(p);
+  else
+    a.add_traces(paths, unsigned(paths.size()) * workers_per_trace);
+  return everything(a.finish());
+}
+
+void expect_split_equals_unsplit(const std::vector<std::string>& paths, const std::string& what) {
+  const nlohmann::json one = analysed(paths, 1);
+  for (unsigned workers : {2u, 3u, 7u}) EXPECT_EQ(analysed(paths, workers), one) << what << ", " << workers << " workers";
+}
+
+constexpr uint64_t kBase = 0x500000000000ull, kPiece = 4096;  // clear of the builder's own addresses
+
+// Accesses that reach allocations of several workers: a copy over 16 adjacent allocations
+// against a memset of each on another stream (all conflicts of the copy decided together:
+// one per earlier stream, the latest), a kernel with a pointer into each (one occurrence per
+// launch however many pointers race), repeated so that counts and pairs add up.
+TEST(SplitAnalysis, AccessesOverSeveralWorkersAllocationsCountOnce) {
+  testing::TempDir dir;
+  const std::string path = dir.file("spanning.srace");
+  {
+    TraceBuilder t(path, TraceBuilder::default_header());
+    const uint64_t a = t.create_stream(), b = t.create_stream(), c = t.create_stream();
+    std::vector<uint64_t> ptrs;
+    for (uint64_t i = 0; i < 16; ++i) ptrs.push_back(t.alloc(kPiece, AllocKind::kDevice, 0, 0, kBase + i * kPiece));
+    const uint64_t src = t.alloc(16 * kPiece);
+    for (int step = 0; step < 5; ++step) {
+      for (size_t i = 0; i < ptrs.size(); ++i) t.at("fill.py", uint32_t(10 + i % 3), "fill").memset(a, ptrs[i], kPiece);
+      t.at("copy.py", 20, "copy").memcpy(b, kBase, src, 16 * kPiece, trace::CopyKind::kDeviceToDevice);
+      t.at("kern.py", 30, "kern").kernel(c, "touch_all", ptrs);
+      t.at("copy.py", 21, "copy_back").memcpy(a, src, kBase + 3 * kPiece, 9 * kPiece, trace::CopyKind::kDeviceToDevice);
+      t.device_synchronize();
+    }
+  }
+  const nlohmann::json one = analysed({path}, 1);
+  ASSERT_GE(one.at("findings").size(), 3u);
+  for (unsigned workers : {2u, 3u, 7u}) EXPECT_EQ(analysed({path}, workers), one) << workers << " workers";
+}
+
+// Stream-ordered frees hand their state to the next allocation at those addresses: with the
+// same base it stays with its worker; an allocation over two freed ones held by different
+// workers cannot be split, and the trace is analysed unsplit (same result either way).
+TEST(SplitAnalysis, StreamOrderedReuseKeepsItsStateOrFallsBackToOneWorker) {
+  testing::TempDir dir;
+  auto write = [&](const std::string& name, bool over_all) {
+    const std::string path = dir.file(name);
+    TraceBuilder t(path, TraceBuilder::default_header());
+    const uint64_t a = t.create_stream(), b = t.create_stream();
+    for (uint64_t i = 0; i < 8; ++i) {
+      const uint64_t p = t.alloc(kPiece, AllocKind::kAsync, a, 0, kBase + i * kPiece);
+      t.at("w.py", 1, "write").memset(a, p, kPiece);
+      t.free(p, AllocKind::kAsync, a);
+      t.alloc(kPiece, AllocKind::kAsync, b, 0, p);
+      t.at("r.py", 2, "reuse").memset(b, p, kPiece);  // after the free on a, unordered: racy
+      t.at("r.py", 3, "reuse_again").memset(b, p + kPiece / 2, kPiece / 2);
+    }
+    if (over_all) {
+      for (uint64_t i = 0; i < 8; ++i) t.free(kBase + i * kPiece, AllocKind::kAsync, b);
+      t.alloc(8 * kPiece, AllocKind::kAsync, a, 0, kBase);  // over all eight freed ones
+      t.at("big.py", 4, "big").memset(a, kBase, 8 * kPiece);
+    }
+    return path;
+  };
+  const std::string same_base = write("same_base.srace", false), over_all = write("over_all.srace", true);
+  ASSERT_FALSE(analysed({same_base}, 1).at("findings").empty());
+  expect_split_equals_unsplit({same_base}, "reuse at the same base");
+  ASSERT_FALSE(analysed({over_all}, 1).at("findings").empty());
+  expect_split_equals_unsplit({over_all}, "an allocation over eight freed ones");
+}
+
+std::vector<std::string> traces_under(const fs::path& root) {
+  std::vector<std::string> out;
+  for (auto& e : fs::recursive_directory_iterator(root))
+    if (e.is_regular_file() && e.path().extension() == ".srace") out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Every GPU fixture and bundled sample, each trace split on its own and each directory's
+// traces together (traces in parallel, each split).
+TEST(SplitAnalysis, RecordedTracesGiveTheUnsplitResult) {
+  std::vector<std::string> all;
+  for (const char* root : {STREAMRACE_SOURCE_DIR "/tests/data/gpu", STREAMRACE_SOURCE_DIR "/samples/traces"}) {
+    const auto found = traces_under(root);
+    all.insert(all.end(), found.begin(), found.end());
+  }
+  ASSERT_GE(all.size(), 40u);
+  for (const auto& p : all) expect_split_equals_unsplit({p}, p);
+  expect_split_equals_unsplit(analysis::expand_trace_inputs({STREAMRACE_SOURCE_DIR "/samples/traces/deepspeed-0.14.2"}),
+                              "deepspeed-0.14.2 together");
+}
+
+}  // namespace
+}  // namespace streamrace
