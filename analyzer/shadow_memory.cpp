@@ -54,7 +54,7 @@ void ShadowMemory::allocate(uint64_t base, uint64_t bytes, uint8_t kind, uint64_
   al.bytes = bytes;
   al.kind = kind;
   al.alloc_seq = seq;
-  al.owner = owner_of_base(base);
+  al.owner = owner_of_region(base >> kRegionShift);
   // Inherit what stream-ordered frees left at these addresses (and the worker holding it).
   auto r = retired_.lower_bound(base);
   if (r != retired_.begin()) {
@@ -105,13 +105,28 @@ bool ShadowMemory::indexed(const AllocationShadow& al) {
   return ((al.base + al.bytes - 1) >> kPageShift) - (al.base >> kPageShift) < kMaxIndexedPages;
 }
 
-uint32_t ShadowMemory::owner_of_base(uint64_t base) const {
+uint32_t ShadowMemory::owner_of_region(uint64_t region) const {
   if (shard_.count <= 1) return 0;
-  uint64_t h = base >> 8;  // allocations are aligned: the low bits say nothing
+  uint64_t h = region;
   h ^= h >> 33;
   h *= 0xff51afd7ed558ccdull;
   h ^= h >> 33;
   return uint32_t(h % shard_.count);
+}
+
+void ShadowMemory::note_guest(const AllocationShadow& al, int delta) {
+  if (shard_.count <= 1 || al.owner != shard_.index) return;
+  const uint64_t first = al.base >> kRegionShift, last = (al.base + al.bytes - 1) >> kRegionShift;
+  if (last - first >= kMaxGuestRegions) {
+    wide_mine_ += size_t(delta);
+    return;
+  }
+  for (uint64_t region = first; region <= last; ++region) {
+    if (owner_of_region(region) == shard_.index) continue;
+    uint32_t& n = guest_regions_[region];
+    n += uint32_t(delta);
+    if (n == 0) guest_regions_.erase(region);
+  }
 }
 
 const AllocationRange* ShadowMemory::locate(uint64_t addr) {
@@ -137,6 +152,7 @@ const AllocationRange* ShadowMemory::locate(uint64_t addr) {
 AllocationShadow& ShadowMemory::insert_alloc(AllocationShadow al) {
   auto [it, _] = allocs_.emplace(al.base, std::move(al));
   AllocationShadow* p = &it->second;
+  note_guest(*p, +1);
   if (!indexed(*p)) {
     ++unindexed_;
     return *p;
@@ -152,6 +168,7 @@ AllocationShadow& ShadowMemory::insert_alloc(AllocationShadow al) {
 
 std::map<uint64_t, AllocationShadow>::iterator ShadowMemory::erase_alloc(std::map<uint64_t, AllocationShadow>::iterator it) {
   AllocationShadow* p = &it->second;
+  note_guest(*p, -1);
   if (last_.shadow == p) last_ = AllocationRange{};
   if (!indexed(*p)) {
     --unindexed_;
@@ -183,7 +200,7 @@ AllocationShadow& ShadowMemory::implicit_region(uint64_t addr, uint64_t access_e
   al.base = base;
   al.bytes = end - base;
   al.kind = 0;
-  al.owner = owner_of_base(base);
+  al.owner = owner_of_region(base >> kRegionShift);
   AllocationShadow& inserted = insert_alloc(std::move(al));
   last_ = AllocationRange{inserted.base, inserted.base + inserted.bytes, &inserted, inserted.owner, inserted.kind};
   return inserted;

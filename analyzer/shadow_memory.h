@@ -65,8 +65,10 @@ struct Conflict {
 // several workers (`analyze -j`): worker `index` of `count`. Every worker keeps every
 // allocation's range (so all of them split an access into the same pieces and find the same
 // allocation for a pointer); only the owner of an allocation checks and records accesses
-// in it. An allocation's owner is a hash of its base, except that one inheriting what a
-// stream-ordered free left behind keeps the owner of that state.
+// in it. An allocation's owner is the owner of the 4 MiB region holding its base (a hash of
+// the region), except that one inheriting what a stream-ordered free left behind keeps the
+// owner of that state; so a worker can tell from an address alone, without the index, that
+// it owns nothing there (ShadowMemory::may_own).
 struct ShadowShard {
   uint32_t index = 0, count = 1;
 };
@@ -103,6 +105,13 @@ class ShadowMemory {
   // The allocation holding `addr`, or nullptr. (Remembers the answer for the next lookup.)
   const AllocationRange* find(uint64_t addr) { return locate(addr); }
   bool owns(const AllocationRange& r) const { return r.owner == shard_.index; }
+  // False when no allocation of this shard holds `addr`: neither is the region's owner this
+  // shard, nor does an allocation of this shard reach into the region. (True: look it up.)
+  bool may_own(uint64_t addr) const {
+    if (shard_.count <= 1 || wide_mine_ > 0) return true;
+    const uint64_t region = addr >> kRegionShift;
+    return owner_of_region(region) == shard_.index || guest_regions_.find(region) != nullptr;
+  }
   size_t live_allocations() const { return allocs_.size(); }
   // Starts loading the index slot a lookup of `addr` reads first (an op's accesses start
   // theirs together, so the cache misses overlap).
@@ -114,7 +123,10 @@ class ShadowMemory {
     const AllocationRange* r = locate(addr);
     return r ? r->shadow : nullptr;
   }
-  uint32_t owner_of_base(uint64_t base) const;
+  uint32_t owner_of_region(uint64_t region) const;
+  // Keeps guest_regions_ and wide_mine_ up to date as an allocation of this shard comes (+1)
+  // or goes (-1).
+  void note_guest(const AllocationShadow& al, int delta);
   // A region for memory the trace never allocated, from `addr`'s granule to the one holding
   // `access_end - 1`, shrunk to the gap between real allocations.
   AllocationShadow& implicit_region(uint64_t addr, uint64_t access_end);
@@ -138,6 +150,13 @@ class ShadowMemory {
   size_t unindexed_ = 0;  // allocations left out of `pages_`
   AllocationRange last_;  // one-entry lookup cache (shadow nullptr: empty)
   ShadowShard shard_;
+  // Ownership regions (split analyses): regions of other owners into which an allocation of
+  // this shard reaches, with how many; allocations of this shard over more than
+  // kMaxGuestRegions regions are counted in wide_mine_ instead (may_own is then always true).
+  static constexpr int kRegionShift = 22;
+  static constexpr uint64_t kMaxGuestRegions = 64;
+  FlatHashMap<uint32_t> guest_regions_;
+  size_t wide_mine_ = 0;
   std::vector<Segment> merged_;       // access_in's scratch: the segments a read spans, gaps filled
 };
 

@@ -386,6 +386,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     auto it = precise_.find(k.correlation);
     if (it != precise_.end()) {
       for (const KernelAccess& ka : it->second) {
+        ++access_number_;
         AccessEpoch e = base;
         e.addr = ka.addr;
         e.bytes = ka.bytes;
@@ -425,14 +426,20 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     return p;
   };
   // Each pointer's lookups are likely cache misses: start them all before the first.
+  for (size_t i = 0; i < n; ++i)
+    if (shadow_.may_own(pointer(i))) {
+      shadow_.prefetch(pointer(i));
+      exact_extent_.prefetch(pointer(i));
+    }
   for (size_t i = 0; i < n; ++i) {
-    shadow_.prefetch(pointer(i));
-    exact_extent_.prefetch(pointer(i));
-  }
-  for (size_t i = 0; i < n; ++i) {
+    ++access_number_;
     const uint64_t p = pointer(i);
+    // In a split analysis, a pointer into another worker's allocation is counted and checked
+    // there (its access lies within that allocation and sets no exact extent).
+    if (!shadow_.may_own(p)) continue;
     const AllocationRange* al = shadow_.find(p);
     if (!al || al->kind == 0) continue;  // only pointers into memory we saw allocated
+    if (!shadow_.owns(*al)) continue;
     AccessEpoch e = base;
     if (read_only && (*read_only)[i]) {
       e.maybe_write = false;
@@ -441,12 +448,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     e.addr = p;
     e.bytes = blocks_.kernel_extent(p, al->end, e.in_block);  // extent unknown: from the pointer to the end...
     if (e.bytes == 0) continue;  // a stale word pointing at a freed tensor: no access
-    if (!shadow_.owns(*al)) {
-      // Another worker's allocation (the access lies within it): counted, checked there. A
-      // pointer's access sets no exact extent, so nothing else would change here.
-      ++summary_.accesses;
-      continue;
-    }
+    ++pointer_accesses_;
     if (!opts_.kernel_extent_to_allocation_end) {
       uint64_t used = exact_extent_.get(p);  // ...unless an exact operation last used a range from here
       if (used != 0 && used < e.bytes) e.bytes = used;
@@ -716,6 +718,7 @@ void TraceAnalysis::on_host_access(const HostAccess& h) {
   const bool writes = h.dir != AccessDir::kRead;
   const bool reads = h.dir != AccessDir::kWrite;
   ++summary_.accesses;
+  ++access_number_;
   AccessEpoch access;
   access.seq = h.call.seq;
   access.addr = lo;
@@ -826,7 +829,10 @@ void TraceAnalysis::apply(StreamState& s, std::vector<AccessEpoch>& accesses) {
       shadow_.prefetch(a.addr);
       exact_extent_.prefetch(a.addr);
     }
-  for (const AccessEpoch& a : accesses) apply_one(s, a);
+  for (const AccessEpoch& a : accesses) {
+    ++access_number_;
+    apply_one(s, a);
+  }
 }
 
 void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
@@ -840,7 +846,7 @@ void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
     // held, each with its finding's first occurrence ready (merge_workers decides).
     for (const Conflict& c : conflicts_) {
       const Classified k = classify(a, c);
-      log_.push_back(LoggedOccurrence{summary_.accesses, uint32_t(held_.size()), true, when(a), when(c.earlier)});
+      log_.push_back(LoggedOccurrence{access_number_, uint32_t(held_.size()), true, when(a), when(c.earlier)});
       held_.push_back(HeldConflict{c, k.key, first_occurrence(s, a, c, k)});
     }
     return;
@@ -947,7 +953,7 @@ void TraceAnalysis::count_occurrence(size_t index, uint64_t later_when, uint64_t
     if (pf.pairs.size() < opts_.racing_pairs_kept) pf.pairs.push_back(RacingPair{earlier_when, later_when});
   }
   pf.last_seq = later_when;
-  if (split()) log_.push_back(LoggedOccurrence{summary_.accesses, uint32_t(index), false, later_when, earlier_when});
+  if (split()) log_.push_back(LoggedOccurrence{access_number_, uint32_t(index), false, later_when, earlier_when});
 }
 
 void TraceAnalysis::merge_workers(const std::vector<const TraceAnalysis*>& workers) {
@@ -1023,6 +1029,9 @@ void TraceAnalysis::merge_workers(const std::vector<const TraceAnalysis*>& worke
   pending_ = std::move(merged);
   pending_keys_ = std::move(merged_keys);
   pending_index_ = std::move(index);
+  // Every worker counted every other access; kernel pointers only in their owner.
+  summary_.accesses -= pointer_accesses_;
+  for (const TraceAnalysis* w : workers) summary_.accesses += w->pointer_accesses_;
 }
 
 std::vector<Frame> TraceAnalysis::resolve_stack(uint32_t id) const {

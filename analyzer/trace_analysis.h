@@ -69,8 +69,8 @@ class TraceAnalysis {
       return size_t(h ^ (h >> 29));
     }
   };
-  // A split worker's record of one occurrence: the access it belongs to (its number among
-  // the trace's accesses, the same in every worker), and either a finding of this worker
+  // A split worker's record of one occurrence: the access it belongs to (access_number_,
+  // the same in every worker), and either a finding of this worker
   // (`index` into pending_) or, for an access that reaches allocations of several workers,
   // a conflict held back (`index` into held_): which of those conflicts count is decided
   // only once all workers' conflicts of the access are together.
@@ -165,6 +165,11 @@ class TraceAnalysis {
   bool split() const { return shard_.count > 1; }
   std::vector<LoggedOccurrence> log_;  // split workers only
   std::vector<HeldConflict> held_;
+  // Each access the trace could make (every kernel pointer, every side of a copy, ...) in
+  // the order met, numbered alike in every worker: a split worker skips pointers into other
+  // workers' allocations without looking them up, so summary_.accesses cannot number them.
+  uint64_t access_number_ = 0;
+  uint64_t pointer_accesses_ = 0;  // kernel pointer accesses checked here (a split worker's share)
   // Async copies with a pinned host side, until the host is ordered after them: the host
   // bytes, whether the copy writes them (device to host) or reads them, and the copy's epoch.
   struct HostSide {
