@@ -50,23 +50,27 @@ void expect_split_equals_unsplit(const std::vector<std::string>& paths, const st
   for (unsigned workers : {2u, 3u, 7u}) EXPECT_EQ(analysed(paths, workers), one) << what << ", " << workers << " workers";
 }
 
-constexpr uint64_t kBase = 0x500000000000ull, kPiece = 4096;  // clear of the builder's own addresses
+// Clear of the builder's own addresses; one allocation per 4 MiB ownership region, so that
+// adjacent allocations are in different regions (each region's owner a hash of it).
+constexpr uint64_t kBase = 0x500000000000ull, kPiece = 4ull << 20;
 
 // Accesses that reach allocations of several workers: a copy over 16 adjacent allocations
-// against a memset of each on another stream (all conflicts of the copy decided together:
-// one per earlier stream, the latest), a kernel with a pointer into each (one occurrence per
-// launch however many pointers race), repeated so that counts and pairs add up.
+// against a memset of each on another stream and one memset over all of them on a third (all
+// conflicts of the copy decided together: per earlier stream the latest, and of the one
+// memset's 16 equal conflicts the lowest allocation's), a kernel with a pointer into each (one
+// occurrence per launch however many pointers race), repeated so that counts and pairs add up.
 TEST(SplitAnalysis, AccessesOverSeveralWorkersAllocationsCountOnce) {
   testing::TempDir dir;
   const std::string path = dir.file("spanning.srace");
   {
     TraceBuilder t(path, TraceBuilder::default_header());
-    const uint64_t a = t.create_stream(), b = t.create_stream(), c = t.create_stream();
+    const uint64_t a = t.create_stream(), b = t.create_stream(), c = t.create_stream(), d = t.create_stream();
     std::vector<uint64_t> ptrs;
     for (uint64_t i = 0; i < 16; ++i) ptrs.push_back(t.alloc(kPiece, AllocKind::kDevice, 0, 0, kBase + i * kPiece));
     const uint64_t src = t.alloc(16 * kPiece);
     for (int step = 0; step < 5; ++step) {
       for (size_t i = 0; i < ptrs.size(); ++i) t.at("fill.py", uint32_t(10 + i % 3), "fill").memset(a, ptrs[i], kPiece);
+      t.at("fill.py", 15, "fill_all").memset(d, kBase, 16 * kPiece);
       t.at("copy.py", 20, "copy").memcpy(b, kBase, src, 16 * kPiece, trace::CopyKind::kDeviceToDevice);
       t.at("kern.py", 30, "kern").kernel(c, "touch_all", ptrs);
       t.at("copy.py", 21, "copy_back").memcpy(a, src, kBase + 3 * kPiece, 9 * kPiece, trace::CopyKind::kDeviceToDevice);
@@ -95,6 +99,15 @@ TEST(SplitAnalysis, StreamOrderedReuseKeepsItsStateOrFallsBackToOneWorker) {
       t.at("r.py", 2, "reuse").memset(b, p, kPiece);  // after the free on a, unordered: racy
       t.at("r.py", 3, "reuse_again").memset(b, p + kPiece / 2, kPiece / 2);
     }
+    // An 8 MiB allocation freed on a; the 4 MiB allocation over its second half, whose base is
+    // in the next region, inherits that state and its owner (a guest in that region), and a
+    // kernel there on b races with the free.
+    const uint64_t wide = kBase + 64 * kPiece;
+    t.alloc(2 * kPiece, AllocKind::kAsync, a, 0, wide);
+    t.at("w.py", 5, "write_wide").memset(a, wide, 2 * kPiece);
+    t.free(wide, AllocKind::kAsync, a);
+    t.alloc(kPiece, AllocKind::kAsync, b, 0, wide + kPiece);
+    t.at("k.py", 6, "kernel_on_half").kernel(b, "touch", {wide + kPiece + 64});
     if (over_all) {
       for (uint64_t i = 0; i < 8; ++i) t.free(kBase + i * kPiece, AllocKind::kAsync, b);
       t.alloc(8 * kPiece, AllocKind::kAsync, a, 0, kBase);  // over all eight freed ones
