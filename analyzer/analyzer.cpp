@@ -98,7 +98,8 @@ Analyzer::Outcome Analyzer::analyze_split(const std::string& path, const Analyze
   quiet.progress = nullptr;
   std::vector<std::unique_ptr<TraceAnalysis>> parts;
   for (unsigned w = 0; w < workers; ++w)
-    parts.push_back(std::make_unique<TraceAnalysis>(path, w == 0 ? opts : quiet, ShadowShard{w, workers}));
+    parts.push_back(
+        std::make_unique<TraceAnalysis>(path, w == 0 ? opts : quiet, ShadowShard{w, workers, opts.split_region_shift}));
   std::vector<std::exception_ptr> errors(workers);
   std::vector<std::thread> pool;
   for (unsigned w = 0; w < workers; ++w)

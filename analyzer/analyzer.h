@@ -42,6 +42,8 @@ struct AnalyzerOptions {
   // trace. Smaller traces cost more in threads and repeated decoding than they would gain.
   uint64_t split_min_bytes = kSplitMinBytes;
   static constexpr uint64_t kSplitMinBytes = 16ull << 20;
+  // log2 of the address region whose allocations one worker owns (ShadowShard): tests only.
+  uint32_t split_region_shift = 22;  // 4 MiB, ShadowShard's default
   // Called with (bytes read, total bytes) while reading; may be empty.
   std::function<void(uint64_t, uint64_t)> progress;
 };

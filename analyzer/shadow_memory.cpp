@@ -54,7 +54,7 @@ void ShadowMemory::allocate(uint64_t base, uint64_t bytes, uint8_t kind, uint64_
   al.bytes = bytes;
   al.kind = kind;
   al.alloc_seq = seq;
-  al.owner = owner_of_region(base >> kRegionShift);
+  al.owner = owner_of_region(base >> shard_.region_shift);
   // Inherit what stream-ordered frees left at these addresses (and the worker holding it).
   auto r = retired_.lower_bound(base);
   if (r != retired_.begin()) {
@@ -116,7 +116,7 @@ uint32_t ShadowMemory::owner_of_region(uint64_t region) const {
 
 void ShadowMemory::note_guest(const AllocationShadow& al, int delta) {
   if (shard_.count <= 1 || al.owner != shard_.index) return;
-  const uint64_t first = al.base >> kRegionShift, last = (al.base + al.bytes - 1) >> kRegionShift;
+  const uint64_t first = al.base >> shard_.region_shift, last = (al.base + al.bytes - 1) >> shard_.region_shift;
   if (last - first >= kMaxGuestRegions) {
     wide_mine_ += size_t(delta);
     return;
@@ -200,7 +200,7 @@ AllocationShadow& ShadowMemory::implicit_region(uint64_t addr, uint64_t access_e
   al.base = base;
   al.bytes = end - base;
   al.kind = 0;
-  al.owner = owner_of_region(base >> kRegionShift);
+  al.owner = owner_of_region(base >> shard_.region_shift);
   AllocationShadow& inserted = insert_alloc(std::move(al));
   last_ = AllocationRange{inserted.base, inserted.base + inserted.bytes, &inserted, inserted.owner, inserted.kind};
   return inserted;

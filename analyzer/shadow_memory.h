@@ -71,6 +71,9 @@ struct Conflict {
 // it owns nothing there (ShadowMemory::may_own).
 struct ShadowShard {
   uint32_t index = 0, count = 1;
+  // log2 of the ownership region's size (4 MiB). Tests make it small so that the few, small
+  // allocations of a test trace fall to different workers.
+  uint32_t region_shift = 22;
 };
 
 // A new allocation would inherit stream-ordered state held by two different workers: the
@@ -109,7 +112,7 @@ class ShadowMemory {
   // shard, nor does an allocation of this shard reach into the region. (True: look it up.)
   bool may_own(uint64_t addr) const {
     if (shard_.count <= 1 || wide_mine_ > 0) return true;
-    const uint64_t region = addr >> kRegionShift;
+    const uint64_t region = addr >> shard_.region_shift;
     return owner_of_region(region) == shard_.index || guest_regions_.find(region) != nullptr;
   }
   size_t live_allocations() const { return allocs_.size(); }
@@ -153,7 +156,6 @@ class ShadowMemory {
   // Ownership regions (split analyses): regions of other owners into which an allocation of
   // this shard reaches, with how many; allocations of this shard over more than
   // kMaxGuestRegions regions are counted in wide_mine_ instead (may_own is then always true).
-  static constexpr int kRegionShift = 22;
   static constexpr uint64_t kMaxGuestRegions = 64;
   FlatHashMap<uint32_t> guest_regions_;
   size_t wide_mine_ = 0;

@@ -34,9 +34,11 @@ nlohmann::json everything(const analysis::AnalysisResult& r) {
   return j;
 }
 
-nlohmann::json analysed(const std::vector<std::string>& paths, unsigned workers_per_trace) {
+nlohmann::json analysed(const std::vector<std::string>& paths, unsigned workers_per_trace,
+                        uint32_t region_shift = 22) {
   analysis::AnalyzerOptions opts;
   opts.split_min_bytes = 0;
+  opts.split_region_shift = region_shift;
   analysis::Analyzer a(opts);
   if (workers_per_trace == 1)
     for (const auto& p : paths) a.add_trace(p);
@@ -45,9 +47,13 @@ nlohmann::json analysed(const std::vector<std::string>& paths, unsigned workers_
   return everything(a.finish());
 }
 
+// Split with the usual 4 MiB regions and with 64 KiB ones (recorded traces hold few, small
+// allocations, which 4 MiB regions would mostly give to one worker).
 void expect_split_equals_unsplit(const std::vector<std::string>& paths, const std::string& what) {
   const nlohmann::json one = analysed(paths, 1);
-  for (unsigned workers : {2u, 3u, 7u}) EXPECT_EQ(analysed(paths, workers), one) << what << ", " << workers << " workers";
+  for (uint32_t shift : {22u, 16u})
+    for (unsigned workers : {2u, 3u, 7u})
+      EXPECT_EQ(analysed(paths, workers, shift), one) << what << ", " << workers << " workers, regions 2^" << shift;
 }
 
 // Clear of the builder's own addresses; one allocation per 4 MiB ownership region, so that

@@ -181,10 +181,12 @@ TEST_P(CaseTest, Report) {
   ASSERT_FALSE(traces.empty()) << c.program;
 
   // The report of one analysis, or (workers > 1) of each trace split over that many workers
-  // (`analyze -j`, forced on traces this small).
+  // (`analyze -j`, forced on traces this small, with 64 KiB ownership regions so that the
+  // builder's allocations, 64 KiB apart, fall to different workers).
   auto report_of = [&](unsigned workers) {
     analysis::AnalyzerOptions opts = options_for(c.flags);
     opts.split_min_bytes = 0;
+    opts.split_region_shift = 16;
     analysis::Analyzer analyzer(opts);
     if (workers == 1)
       for (const auto& t : traces) analyzer.add_trace(t);
