@@ -36,15 +36,17 @@ struct Analyzer::Outcome {
   std::vector<Finding> findings;
 };
 
-void Analyzer::add_trace(const std::string& path) { merge(analyze_one(path, impl_->opts)); }
+void Analyzer::add_trace(const std::string& path) { merge(analyze_one(path, impl_->opts, 1)); }
 
 void Analyzer::add_traces(const std::vector<std::string>& paths, unsigned jobs,
                           const std::function<void(size_t)>& done) {
   if (jobs == 0) jobs = std::max(1u, std::thread::hardware_concurrency());
+  // Threads left over when there are fewer traces than jobs go to splitting the traces.
+  const unsigned per_trace = paths.empty() ? 1u : unsigned(std::max<size_t>(1, jobs / paths.size()));
   jobs = unsigned(std::min<size_t>(jobs, paths.size()));
   if (jobs <= 1) {
     for (size_t i = 0; i < paths.size(); ++i) {
-      add_trace(paths[i]);
+      merge(analyze_one(paths[i], impl_->opts, per_trace));
       if (done) done(i);
     }
     return;
@@ -58,7 +60,7 @@ void Analyzer::add_traces(const std::vector<std::string>& paths, unsigned jobs,
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < paths.size();) {
       try {
-        outcomes[i] = analyze_one(paths[i], opts);
+        outcomes[i] = analyze_one(paths[i], opts, per_trace);
       } catch (...) {
         errors[i] = std::current_exception();
       }
@@ -77,10 +79,53 @@ void Analyzer::add_traces(const std::vector<std::string>& paths, unsigned jobs,
   }
 }
 
-Analyzer::Outcome Analyzer::analyze_one(const std::string& path, const AnalyzerOptions& opts) {
+Analyzer::Outcome Analyzer::analyze_one(const std::string& path, const AnalyzerOptions& opts, unsigned workers) {
+  if (workers > 1) {
+    std::error_code ec;
+    const uint64_t bytes = fs::file_size(path, ec);
+    if (!ec && bytes >= opts.split_min_bytes) return analyze_split(path, opts, workers);
+  }
   TraceAnalysis ta(path, opts);
   ta.run();
   return Outcome{ta.summary(), ta.graph_launches(), ta.notices(), ta.findings()};
+}
+
+Analyzer::Outcome Analyzer::analyze_split(const std::string& path, const AnalyzerOptions& opts, unsigned workers) {
+  // Every worker reads the whole trace and replays its happens-before state; each checks
+  // the accesses of its own allocations. Worker 0 reports progress, notices and the summary
+  // (the same in all), and gathers the findings.
+  AnalyzerOptions quiet = opts;
+  quiet.progress = nullptr;
+  std::vector<std::unique_ptr<TraceAnalysis>> parts;
+  for (unsigned w = 0; w < workers; ++w)
+    parts.push_back(
+        std::make_unique<TraceAnalysis>(path, w == 0 ? opts : quiet, ShadowShard{w, workers, opts.split_region_shift}));
+  std::vector<std::exception_ptr> errors(workers);
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < workers; ++w)
+    pool.emplace_back([&, w] {
+      try {
+        parts[w]->run();
+      } catch (...) {
+        errors[w] = std::current_exception();
+      }
+    });
+  for (auto& t : pool) t.join();
+  // Every worker meets the same records, so all fail alike; worker 0's error stands for all.
+  if (errors[0]) {
+    try {
+      std::rethrow_exception(errors[0]);
+    } catch (const ShardSplitUnsupported&) {
+      parts.clear();
+      return analyze_one(path, opts, 1);
+    }
+  }
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
+  std::vector<const TraceAnalysis*> all;
+  for (const auto& p : parts) all.push_back(p.get());
+  parts[0]->merge_workers(all);
+  return Outcome{parts[0]->summary(), parts[0]->graph_launches(), parts[0]->notices(), parts[0]->findings()};
 }
 
 void Analyzer::merge(Outcome&& o) {

@@ -38,6 +38,13 @@ struct AnalyzerOptions {
   // reports by default; `replay trace --apply-fix` keeps them all (16 bytes per occurrence) to
   // edit every occurrence in one round.
   size_t racing_pairs_kept = Occurrence::kMaxRacingPairs;
+  // add_traces with more jobs than traces splits each trace at least this large (bytes on
+  // disk) over jobs / traces workers by allocation (TraceAnalysis, ShadowShard); 0: every
+  // trace. Smaller traces cost more in threads and repeated decoding than they would gain.
+  uint64_t split_min_bytes = kSplitMinBytes;
+  static constexpr uint64_t kSplitMinBytes = 16ull << 20;
+  // log2 of the address region whose allocations one worker owns (ShadowShard): tests only.
+  uint32_t split_region_shift = 22;  // 4 MiB, ShadowShard's default
   // Called with (bytes read, total bytes) while reading; may be empty.
   std::function<void(uint64_t, uint64_t)> progress;
   // Another consumer of each trace's records, sharing the analysis's decode (`replay trace
@@ -55,9 +62,11 @@ class Analyzer {
   void add_trace(const std::string& path);
   // Analyses `paths` on up to `jobs` threads (0: the machine's cores) and merges them in the
   // order given, so the result is the same as add_trace on each in turn. The traces of a job
-  // are independent (device memory is per process). `done(i)` is called, one call at a time,
-  // as trace i finishes. Throws the error of the first unreadable trace in that order (the
-  // options' progress callback is not called when more than one thread runs).
+  // are independent (device memory is per process). With fewer traces than jobs, each trace
+  // of at least split_min_bytes is itself split over jobs / traces threads, with the same
+  // result. `done(i)` is called, one call at a time, as trace i finishes. Throws the error of
+  // the first unreadable trace in that order (the options' progress callback is not called
+  // when more than one trace is analysed at once).
   void add_traces(const std::vector<std::string>& paths, unsigned jobs,
                   const std::function<void(size_t)>& done = {});
   // Adds a result analysed elsewhere (a findings document of one rank or shard, read with
@@ -72,7 +81,9 @@ class Analyzer {
  private:
   struct Impl;
   struct Outcome;
-  static Outcome analyze_one(const std::string& path, const AnalyzerOptions& opts);
+  // One trace, split over `workers` threads when it is large enough (1: never).
+  static Outcome analyze_one(const std::string& path, const AnalyzerOptions& opts, unsigned workers);
+  static Outcome analyze_split(const std::string& path, const AnalyzerOptions& opts, unsigned workers);
   void merge(Outcome&& o);
   void merge_findings(std::vector<Finding>&& findings);
   std::unique_ptr<Impl> impl_;

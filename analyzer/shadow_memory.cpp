@@ -54,13 +54,17 @@ void ShadowMemory::allocate(uint64_t base, uint64_t bytes, uint8_t kind, uint64_
   al.bytes = bytes;
   al.kind = kind;
   al.alloc_seq = seq;
-  // Inherit what stream-ordered frees left at these addresses.
+  al.owner = owner_of_region(base >> shard_.region_shift);
+  // Inherit what stream-ordered frees left at these addresses (and the worker holding it).
   auto r = retired_.lower_bound(base);
   if (r != retired_.begin()) {
     auto prev = std::prev(r);
     if (prev->second.base + prev->second.bytes > base) r = prev;
   }
+  if (r != retired_.end() && r->first < end) al.owner = r->second.owner;
   while (r != retired_.end() && r->first < end) {
+    if (r->second.owner != al.owner)
+      throw ShardSplitUnsupported("an allocation inherits stream-ordered state held by two workers");
     for (const Segment& s : r->second.segs) {
       uint64_t lo = std::max(s.lo + r->second.base, base), hi = std::min(s.hi + r->second.base, end);
       if (lo >= hi) continue;
@@ -78,11 +82,13 @@ void ShadowMemory::allocate(uint64_t base, uint64_t bytes, uint8_t kind, uint64_
 bool ShadowMemory::release(uint64_t base, bool keep_state) {
   auto it = allocs_.find(base);
   if (it == allocs_.end()) {
-    AllocationShadow* al = find_mut(base);
+    const AllocationRange* al = locate(base);
     if (!al || al->kind == 0) return false;
     it = allocs_.find(al->base);
   }
-  if (keep_state && !it->second.segs.empty()) {
+  // Retired even when nothing touched it (in this shard or any other), so every worker
+  // keeps the same retired ranges; an empty one hands nothing on.
+  if (keep_state) {
     AllocationShadow al = std::move(it->second);
     erase_alloc(it);
     uint64_t end = al.base + al.bytes;
@@ -99,46 +105,79 @@ bool ShadowMemory::indexed(const AllocationShadow& al) {
   return ((al.base + al.bytes - 1) >> kPageShift) - (al.base >> kPageShift) < kMaxIndexedPages;
 }
 
-AllocationShadow* ShadowMemory::find_mut(uint64_t addr) {
-  if (last_ && addr >= last_->base && addr < last_->base + last_->bytes) return last_;
-  if (const std::vector<PageEntry>* page = pages_.find(addr >> kPageShift))
-    for (const PageEntry& e : *page)
-      if (addr >= e.base && addr < e.end) return last_ = e.shadow;
+uint32_t ShadowMemory::owner_of_region(uint64_t region) const {
+  if (shard_.count <= 1) return 0;
+  uint64_t h = region;
+  h ^= h >> 33;
+  h *= 0xff51afd7ed558ccdull;
+  h ^= h >> 33;
+  return uint32_t(h % shard_.count);
+}
+
+void ShadowMemory::note_guest(const AllocationShadow& al, int delta) {
+  if (shard_.count <= 1 || al.owner != shard_.index) return;
+  const uint64_t first = al.base >> shard_.region_shift, last = (al.base + al.bytes - 1) >> shard_.region_shift;
+  if (last - first >= kMaxGuestRegions) {
+    wide_mine_ += size_t(delta);
+    return;
+  }
+  for (uint64_t region = first; region <= last; ++region) {
+    if (owner_of_region(region) == shard_.index) continue;
+    uint32_t& n = guest_regions_[region];
+    n += uint32_t(delta);
+    if (n == 0) guest_regions_.erase(region);
+  }
+}
+
+const AllocationRange* ShadowMemory::locate(uint64_t addr) {
+  if (addr >= last_.base && addr < last_.end) return &last_;
+  if (const std::vector<AllocationRange>* page = pages_.find(addr >> kPageShift))
+    for (const AllocationRange& e : *page)
+      if (addr >= e.base && addr < e.end) {
+        last_ = e;
+        return &last_;
+      }
   if (unindexed_ == 0) return nullptr;
   // Allocations too large for the page index: the tree of disjoint allocations answers.
   auto next = allocs_.upper_bound(addr);
   if (next == allocs_.begin()) return nullptr;
   AllocationShadow& al = std::prev(next)->second;
-  if (addr < al.base + al.bytes && !indexed(al)) return last_ = &al;
+  if (addr < al.base + al.bytes && !indexed(al)) {
+    last_ = AllocationRange{al.base, al.base + al.bytes, &al, al.owner, al.kind};
+    return &last_;
+  }
   return nullptr;
 }
 
 AllocationShadow& ShadowMemory::insert_alloc(AllocationShadow al) {
   auto [it, _] = allocs_.emplace(al.base, std::move(al));
   AllocationShadow* p = &it->second;
+  note_guest(*p, +1);
   if (!indexed(*p)) {
     ++unindexed_;
     return *p;
   }
   for (uint64_t page = p->base >> kPageShift; page <= (p->base + p->bytes - 1) >> kPageShift; ++page) {
     auto& v = pages_[page];
-    v.insert(std::upper_bound(v.begin(), v.end(), p->base, [](uint64_t base, const PageEntry& e) { return base < e.base; }),
-             PageEntry{p->base, p->base + p->bytes, p});
+    v.insert(std::upper_bound(v.begin(), v.end(), p->base,
+                              [](uint64_t base, const AllocationRange& e) { return base < e.base; }),
+             AllocationRange{p->base, p->base + p->bytes, p, p->owner, p->kind});
   }
   return *p;
 }
 
 std::map<uint64_t, AllocationShadow>::iterator ShadowMemory::erase_alloc(std::map<uint64_t, AllocationShadow>::iterator it) {
   AllocationShadow* p = &it->second;
-  if (last_ == p) last_ = nullptr;
+  note_guest(*p, -1);
+  if (last_.shadow == p) last_ = AllocationRange{};
   if (!indexed(*p)) {
     --unindexed_;
     return allocs_.erase(it);
   }
   for (uint64_t page = p->base >> kPageShift; page <= (p->base + p->bytes - 1) >> kPageShift; ++page) {
-    std::vector<PageEntry>* v = pages_.find(page);
+    std::vector<AllocationRange>* v = pages_.find(page);
     if (!v) continue;
-    std::erase_if(*v, [p](const PageEntry& e) { return e.shadow == p; });
+    std::erase_if(*v, [p](const AllocationRange& e) { return e.shadow == p; });
     if (v->empty()) pages_.erase(page);
   }
   return allocs_.erase(it);
@@ -161,21 +200,37 @@ AllocationShadow& ShadowMemory::implicit_region(uint64_t addr, uint64_t access_e
   al.base = base;
   al.bytes = end - base;
   al.kind = 0;
+  al.owner = owner_of_region(base >> shard_.region_shift);
   AllocationShadow& inserted = insert_alloc(std::move(al));
-  last_ = &inserted;
+  last_ = AllocationRange{inserted.base, inserted.base + inserted.bytes, &inserted, inserted.owner, inserted.kind};
   return inserted;
 }
 
-void ShadowMemory::access(const AccessEpoch& a, const VectorClock& vc, std::vector<Conflict>& out) {
+bool ShadowMemory::access(const AccessEpoch& a, const VectorClock& vc, std::vector<Conflict>& out) {
   uint64_t addr = a.addr, end = a.addr + std::min(a.bytes, ~uint64_t(0) - a.addr);
-  if (end <= addr) return;
-  while (addr < end) {
-    AllocationShadow* al = find_mut(addr);
-    if (!al) al = &implicit_region(addr, end);
-    uint64_t stop = std::min(end, al->base + al->bytes);
-    access_in(*al, addr - al->base, stop - al->base, a, vc, out);
+  if (end <= addr) return false;
+  uint32_t piece = 0, first_owner = 0;
+  bool mixed = false;
+  for (; addr < end; ++piece) {
+    const AllocationRange* found = locate(addr);
+    AllocationRange r;
+    if (found) {
+      r = *found;
+    } else {
+      AllocationShadow& implicit = implicit_region(addr, end);
+      r = AllocationRange{implicit.base, implicit.base + implicit.bytes, &implicit, implicit.owner, implicit.kind};
+    }
+    if (piece == 0) first_owner = r.owner;
+    mixed |= r.owner != first_owner;
+    const uint64_t stop = std::min(end, r.end);
+    if (r.owner == shard_.index) {
+      const size_t before = out.size();
+      access_in(*r.shadow, addr - r.base, stop - r.base, a, vc, out);
+      for (size_t i = before; i < out.size(); ++i) out[i].piece = piece;
+    }
     addr = stop;
   }
+  return mixed;
 }
 
 void ShadowMemory::access_in(AllocationShadow& al, uint64_t lo, uint64_t hi, const AccessEpoch& a,

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <tuple>
 #include <unordered_set>
 
 namespace streamrace::analysis {
@@ -35,8 +36,12 @@ const char* alloc_kind_name(uint8_t k) {
 
 }  // namespace
 
-TraceAnalysis::TraceAnalysis(std::string path, const AnalyzerOptions& opts)
-    : path_(std::move(path)), opts_(opts), hb_(opts.separate_host_threads, opts.unknown_streams_blocking) {}
+TraceAnalysis::TraceAnalysis(std::string path, const AnalyzerOptions& opts, ShadowShard shard)
+    : path_(std::move(path)),
+      opts_(opts),
+      hb_(opts.separate_host_threads, opts.unknown_streams_blocking),
+      shadow_(shard),
+      shard_(shard) {}
 
 const std::string& TraceAnalysis::str(uint32_t id) const { return dict_->str(id); }
 
@@ -391,6 +396,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     auto it = precise_.find(k.correlation);
     if (it != precise_.end()) {
       for (const KernelAccess& ka : it->second) {
+        ++access_number_;
         AccessEpoch e = base;
         e.addr = ka.addr;
         e.bytes = ka.bytes;
@@ -430,22 +436,29 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     return p;
   };
   // Each pointer's lookups are likely cache misses: start them all before the first.
+  for (size_t i = 0; i < n; ++i)
+    if (shadow_.may_own(pointer(i))) {
+      shadow_.prefetch(pointer(i));
+      exact_extent_.prefetch(pointer(i));
+    }
   for (size_t i = 0; i < n; ++i) {
-    shadow_.prefetch(pointer(i));
-    exact_extent_.prefetch(pointer(i));
-  }
-  for (size_t i = 0; i < n; ++i) {
+    ++access_number_;
     const uint64_t p = pointer(i);
-    const AllocationShadow* al = shadow_.find(p);
+    // In a split analysis, a pointer into another worker's allocation is counted and checked
+    // there (its access lies within that allocation and sets no exact extent).
+    if (!shadow_.may_own(p)) continue;
+    const AllocationRange* al = shadow_.find(p);
     if (!al || al->kind == 0) continue;  // only pointers into memory we saw allocated
+    if (!shadow_.owns(*al)) continue;
     AccessEpoch e = base;
     if (read_only && (*read_only)[i]) {
       e.maybe_write = false;
       e.inexact = true;
     }
     e.addr = p;
-    e.bytes = blocks_.kernel_extent(p, al->base + al->bytes, e.in_block);  // extent unknown: from the pointer to the end...
+    e.bytes = blocks_.kernel_extent(p, al->end, e.in_block);  // extent unknown: from the pointer to the end...
     if (e.bytes == 0) continue;  // a stale word pointing at a freed tensor: no access
+    ++pointer_accesses_;
     if (!opts_.kernel_extent_to_allocation_end) {
       uint64_t used = exact_extent_.get(p);  // ...unless an exact operation last used a range from here
       if (used != 0 && used < e.bytes) e.bytes = used;
@@ -715,6 +728,7 @@ void TraceAnalysis::on_host_access(const HostAccess& h) {
   const bool writes = h.dir != AccessDir::kRead;
   const bool reads = h.dir != AccessDir::kWrite;
   ++summary_.accesses;
+  ++access_number_;
   AccessEpoch access;
   access.seq = h.call.seq;
   access.addr = lo;
@@ -733,6 +747,7 @@ void TraceAnalysis::on_host_access(const HostAccess& h) {
     if (ordered && !opts_.separate_host_threads) continue;  // done for the one host clock: forget it
     host_sides_[kept++] = side;
     if (ordered) continue;
+    if (shard_.index != 0) continue;  // a split analysis: worker 0 reports host accesses
     const uint64_t olo = std::max(lo, side.lo), ohi = std::min(hi, side.hi);
     if (olo >= ohi) continue;
     // The host may not write bytes a copy still reads or writes, nor read bytes it still writes.
@@ -750,6 +765,7 @@ void TraceAnalysis::on_host_access(const HostAccess& h) {
     auto [it, inserted] = pending_index_.emplace(key, pending_.size());
     if (inserted) {
       PendingFinding pf{};
+      pending_keys_.push_back(key);
       pf.kind = kind;
       pf.confidence = conf;
       pf.earlier = side.copy;
@@ -761,20 +777,15 @@ void TraceAnalysis::on_host_access(const HostAccess& h) {
       pf.later_label = fmt::format("host thread {}", h.call.thread);
       pf.overlap_lo = olo;
       pf.overlap_hi = ohi;
-      const AllocationShadow* al = shadow_.find(olo);
+      const AllocationRange* al = shadow_.find(olo);
       pf.alloc_base = al ? al->base : 0;
-      pf.alloc_bytes = al ? al->bytes : 0;
+      pf.alloc_bytes = al ? al->end - al->base : 0;
       pf.alloc_kind = al ? al->kind : 0;
       pf.seen_clock = host.get(side.copy.slot);
       pf.first_seq = h.call.seq;
       pending_.push_back(std::move(pf));
     }
-    PendingFinding& pf = pending_[it->second];
-    if (pf.last_seq != h.call.seq || pf.count == 0) {
-      ++pf.count;
-      if (pf.pairs.size() < opts_.racing_pairs_kept) pf.pairs.push_back(RacingPair{when(side.copy), h.call.seq});
-    }
-    pf.last_seq = h.call.seq;
+    count_occurrence(it->second, h.call.seq, when(side.copy));
   }
   host_sides_.resize(kept);
 }
@@ -788,9 +799,9 @@ void TraceAnalysis::on_free(const Free& f) {
     case AllocKind::kAsync: {
       // Stream-ordered free: a write by the freeing stream over the whole allocation, whose
       // shadow lives on for whoever gets these addresses next.
-      const AllocationShadow* al = shadow_.find(f.ptr);
+      const AllocationRange* al = shadow_.find(f.ptr);
       if (!al) return;
-      uint64_t base = al->base, bytes = al->bytes;
+      uint64_t base = al->base, bytes = al->end - al->base;
       uint64_t stream = f.stream ? f.stream : legacy_stream(f.device);
       StreamState& s = hb_.begin_op(stream, f.call.thread);
       AccessEpoch e = epoch_for(f.call, s, OpKind::kFree, f.call.api_id);
@@ -804,8 +815,8 @@ void TraceAnalysis::on_free(const Free& f) {
       return;
     }
     case AllocKind::kVmmMap: {
-      const AllocationShadow* al = shadow_.find(f.ptr);
-      if (al) blocks_.forget(al->base, al->bytes);
+      const AllocationRange* al = shadow_.find(f.ptr);
+      if (al) blocks_.forget(al->base, al->end - al->base);
       shadow_.release(f.ptr, false);
       return;
     }
@@ -813,9 +824,9 @@ void TraceAnalysis::on_free(const Free& f) {
       // cudaFree, cudaFreeHost, cudaFreeArray: the device synchronises first (implicit
       // synchronisation). Arrays have no shadow (ptr is the cudaArray_t).
       if (free_synchronizes_device(f.kind)) hb_.host_joins_device(f.device, f.call.thread);
-      if (const AllocationShadow* al = f.kind != AllocKind::kArray ? shadow_.find(f.ptr) : nullptr;
+      if (const AllocationRange* al = f.kind != AllocKind::kArray ? shadow_.find(f.ptr) : nullptr;
           al && al->base == f.ptr)
-        blocks_.forget(al->base, al->bytes);
+        blocks_.forget(al->base, al->end - al->base);
       if (f.kind != AllocKind::kArray) shadow_.release(f.ptr, false);
       return;
   }
@@ -828,93 +839,209 @@ void TraceAnalysis::apply(StreamState& s, std::vector<AccessEpoch>& accesses) {
       shadow_.prefetch(a.addr);
       exact_extent_.prefetch(a.addr);
     }
-  for (const AccessEpoch& a : accesses) apply_one(s, a);
+  for (const AccessEpoch& a : accesses) {
+    ++access_number_;
+    apply_one(s, a);
+  }
 }
 
 void TraceAnalysis::apply_one(StreamState& s, const AccessEpoch& a) {
   if (!a.maybe_write && !a.inexact && a.op != OpKind::kFree) exact_extent_.set(a.addr, a.bytes);
-  {
-    ++summary_.accesses;
-    conflicts_.clear();
-    shadow_.access(a, s.vc, conflicts_);
-    if (conflicts_.empty()) return;
-    // Per earlier stream, keep the conflict that matters for a fix: the latest one (an event
-    // after it orders everything before it on that stream), preferring exact accesses.
-    std::sort(conflicts_.begin(), conflicts_.end(), [](const Conflict& x, const Conflict& y) {
-      if (x.earlier.slot != y.earlier.slot) return x.earlier.slot < y.earlier.slot;
-      const bool x_exact = !x.earlier.maybe_write && !x.earlier.inexact;
-      const bool y_exact = !y.earlier.maybe_write && !y.earlier.inexact;
-      if (x_exact != y_exact) return x_exact;
-      return x.earlier.seq > y.earlier.seq;
-    });
-    uint32_t last_slot = UINT32_MAX;
+  ++summary_.accesses;
+  conflicts_.clear();
+  const bool several_workers = shadow_.access(a, s.vc, conflicts_);
+  if (conflicts_.empty()) return;
+  if (several_workers) {
+    // Which conflicts count depends on the other workers' conflicts of this access too:
+    // held, each with its finding's first occurrence ready (merge_workers decides).
     for (const Conflict& c : conflicts_) {
-      if (c.earlier.slot == last_slot) continue;
-      last_slot = c.earlier.slot;
-      const bool later_writes = a.write || a.maybe_write;
-      const bool earlier_writes = c.earlier.write || c.earlier.maybe_write;
-      RaceKind kind = later_writes ? (earlier_writes ? RaceKind::kWriteAfterWrite : RaceKind::kWriteAfterRead)
-                                   : RaceKind::kReadAfterWrite;
-      Confidence conf = (a.maybe_write || c.earlier.maybe_write || a.inexact || c.earlier.inexact)
-                            ? Confidence::kPossible
-                            : Confidence::kCertain;
-      // The earlier access was to a tensor that lived at these addresses before the allocator
-      // handed them to the one accessed now. Where both accesses are bounded by their blocks
-      // (or exact), the allocator's reuse itself is certain: the new tensor's op got memory the
-      // earlier op may still use.
-      const LiveBlock* blk = blocks_.active() ? blocks_.live(c.lo) : nullptr;
-      const bool reuse = blk && when(c.earlier) < blk->alloc_seq;
-      if (reuse) {
-        kind = RaceKind::kUseAfterReuse;
-        const bool earlier_bounded = (!c.earlier.maybe_write && !c.earlier.inexact) || c.earlier.in_block;
-        const bool later_bounded = (!a.maybe_write && !a.inexact) || a.in_block;
-        conf = earlier_bounded && later_bounded ? Confidence::kCertain : Confidence::kPossible;
-      }
-      SiteKey key{c.earlier.stack_id, c.earlier.name_id, a.stack_id, a.name_id,
-                  uint32_t(kind) | uint32_t(conf) << 2 | uint32_t(c.earlier.op) << 4 | uint32_t(a.op) << 8 |
-                      uint32_t(c.earlier.write) << 12 | uint32_t(c.earlier.also_reads) << 13 |
-                      uint32_t(a.write) << 14 | uint32_t(a.also_reads) << 15};
-      auto [it, inserted] = pending_index_.emplace(key, pending_.size());
-      if (inserted) {
-        PendingFinding pf{};
-        pf.kind = kind;
-        pf.confidence = conf;
-        pf.earlier = c.earlier;
-        pf.later = a;
-        const StreamState* es = hb_.streams_by_slot()[c.earlier.slot];
-        // Two nodes of one launch: the edge belongs in the capture, between its streams.
-        pf.same_launch = a.launch && c.earlier.launch == a.launch;
-        pf.earlier_stream = es ? (pf.same_launch ? es->captured_on : es->shown()) : 0;
-        pf.earlier_label = es ? es->label() : "unknown stream";
-        pf.later_stream = pf.same_launch ? s.captured_on : s.shown();
-        pf.later_label = s.label();
-        pf.overlap_lo = c.lo;
-        pf.overlap_hi = c.hi;
-        const AllocationShadow* al = shadow_.find(c.lo);
-        pf.alloc_base = al ? al->base : 0;
-        pf.alloc_bytes = al ? al->bytes : 0;
-        pf.alloc_kind = al ? al->kind : 0;
-        if (blk) {
-          pf.alloc_base = blk->addr;
-          pf.alloc_bytes = blk->bytes;
-          pf.alloc_kind = uint8_t(kTorchBlockKind);
-        }
-        if (const ReleasedBlock* rel = reuse ? blocks_.released(c.lo) : nullptr) {
-          pf.has_released = true;
-          pf.released = *rel;
-        }
-        pf.seen_clock = s.vc.get(c.earlier.slot);
-        pf.first_seq = when(a);
-        pending_.push_back(std::move(pf));
-      }
-      PendingFinding& pf = pending_[it->second];
-      if (pf.last_seq != when(a) || pf.count == 0) {
-        ++pf.count;
-        if (pf.pairs.size() < opts_.racing_pairs_kept) pf.pairs.push_back(RacingPair{when(c.earlier), when(a)});
-      }
-      pf.last_seq = when(a);
+      const Classified k = classify(a, c);
+      log_.push_back(LoggedOccurrence{access_number_, uint32_t(held_.size()), true, when(a), when(c.earlier)});
+      held_.push_back(HeldConflict{c, k.key, first_occurrence(s, a, c, k)});
     }
+    return;
   }
+  keep_one_per_stream(conflicts_);
+  for (const Conflict& c : conflicts_) {
+    const Classified k = classify(a, c);
+    auto [it, inserted] = pending_index_.emplace(k.key, pending_.size());
+    if (inserted) {
+      pending_.push_back(first_occurrence(s, a, c, k));
+      pending_keys_.push_back(k.key);
+    }
+    count_occurrence(it->second, when(a), when(c.earlier));
+  }
+}
+
+void TraceAnalysis::keep_one_per_stream(std::vector<Conflict>& conflicts) {
+  // Per earlier stream, keep the conflict that matters for a fix: the latest one (an event
+  // after it orders everything before it on that stream), preferring exact accesses. Among
+  // equals the sort decides; merge_workers sorts the same conflicts in the same order, so it
+  // keeps the same one.
+  std::sort(conflicts.begin(), conflicts.end(), [](const Conflict& x, const Conflict& y) {
+    if (x.earlier.slot != y.earlier.slot) return x.earlier.slot < y.earlier.slot;
+    const bool x_exact = !x.earlier.maybe_write && !x.earlier.inexact;
+    const bool y_exact = !y.earlier.maybe_write && !y.earlier.inexact;
+    if (x_exact != y_exact) return x_exact;
+    return x.earlier.seq > y.earlier.seq;
+  });
+  uint32_t last_slot = UINT32_MAX;
+  size_t kept = 0;
+  for (const Conflict& c : conflicts) {
+    if (c.earlier.slot == last_slot) continue;
+    last_slot = c.earlier.slot;
+    conflicts[kept++] = c;
+  }
+  conflicts.resize(kept);
+}
+
+TraceAnalysis::Classified TraceAnalysis::classify(const AccessEpoch& a, const Conflict& c) const {
+  const bool later_writes = a.write || a.maybe_write;
+  const bool earlier_writes = c.earlier.write || c.earlier.maybe_write;
+  RaceKind kind = later_writes ? (earlier_writes ? RaceKind::kWriteAfterWrite : RaceKind::kWriteAfterRead)
+                               : RaceKind::kReadAfterWrite;
+  Confidence conf = (a.maybe_write || c.earlier.maybe_write || a.inexact || c.earlier.inexact) ? Confidence::kPossible
+                                                                                               : Confidence::kCertain;
+  // The earlier access was to a tensor that lived at these addresses before the allocator
+  // handed them to the one accessed now. Where both accesses are bounded by their blocks
+  // (or exact), the allocator's reuse itself is certain: the new tensor's op got memory the
+  // earlier op may still use.
+  const LiveBlock* blk = blocks_.active() ? blocks_.live(c.lo) : nullptr;
+  const bool reuse = blk && when(c.earlier) < blk->alloc_seq;
+  if (reuse) {
+    kind = RaceKind::kUseAfterReuse;
+    const bool earlier_bounded = (!c.earlier.maybe_write && !c.earlier.inexact) || c.earlier.in_block;
+    const bool later_bounded = (!a.maybe_write && !a.inexact) || a.in_block;
+    conf = earlier_bounded && later_bounded ? Confidence::kCertain : Confidence::kPossible;
+  }
+  SiteKey key{c.earlier.stack_id, c.earlier.name_id, a.stack_id, a.name_id,
+              uint32_t(kind) | uint32_t(conf) << 2 | uint32_t(c.earlier.op) << 4 | uint32_t(a.op) << 8 |
+                  uint32_t(c.earlier.write) << 12 | uint32_t(c.earlier.also_reads) << 13 | uint32_t(a.write) << 14 |
+                  uint32_t(a.also_reads) << 15};
+  return Classified{kind, conf, blk, reuse, key};
+}
+
+TraceAnalysis::PendingFinding TraceAnalysis::first_occurrence(const StreamState& s, const AccessEpoch& a,
+                                                              const Conflict& c, const Classified& k) {
+  PendingFinding pf{};
+  pf.kind = k.kind;
+  pf.confidence = k.confidence;
+  pf.earlier = c.earlier;
+  pf.later = a;
+  const StreamState* es = hb_.streams_by_slot()[c.earlier.slot];
+  // Two nodes of one launch: the edge belongs in the capture, between its streams.
+  pf.same_launch = a.launch && c.earlier.launch == a.launch;
+  pf.earlier_stream = es ? (pf.same_launch ? es->captured_on : es->shown()) : 0;
+  pf.earlier_label = es ? es->label() : "unknown stream";
+  pf.later_stream = pf.same_launch ? s.captured_on : s.shown();
+  pf.later_label = s.label();
+  pf.overlap_lo = c.lo;
+  pf.overlap_hi = c.hi;
+  const AllocationRange* al = shadow_.find(c.lo);
+  pf.alloc_base = al ? al->base : 0;
+  pf.alloc_bytes = al ? al->end - al->base : 0;
+  pf.alloc_kind = al ? al->kind : 0;
+  if (k.block) {
+    pf.alloc_base = k.block->addr;
+    pf.alloc_bytes = k.block->bytes;
+    pf.alloc_kind = uint8_t(kTorchBlockKind);
+  }
+  if (const ReleasedBlock* rel = k.reuse ? blocks_.released(c.lo) : nullptr) {
+    pf.has_released = true;
+    pf.released = *rel;
+  }
+  pf.seen_clock = s.vc.get(c.earlier.slot);
+  pf.first_seq = when(a);
+  return pf;
+}
+
+void TraceAnalysis::count_occurrence(size_t index, uint64_t later_when, uint64_t earlier_when) {
+  PendingFinding& pf = pending_[index];
+  // The accesses of one op (a kernel's pointers, a copy's two sides) are one occurrence.
+  if (pf.last_seq != later_when || pf.count == 0) {
+    ++pf.count;
+    if (pf.pairs.size() < opts_.racing_pairs_kept) pf.pairs.push_back(RacingPair{earlier_when, later_when});
+  }
+  pf.last_seq = later_when;
+  if (split()) log_.push_back(LoggedOccurrence{access_number_, uint32_t(index), false, later_when, earlier_when});
+}
+
+void TraceAnalysis::merge_workers(const std::vector<const TraceAnalysis*>& workers) {
+  // Every occurrence of every worker, in the order one analysis meets them: by access, and
+  // within an access in the worker's own order (an access whose allocations are all one
+  // worker's has its occurrences in that worker alone).
+  struct Ref {
+    uint64_t access;
+    uint32_t worker, pos;
+  };
+  std::vector<Ref> refs;
+  for (uint32_t w = 0; w < workers.size(); ++w)
+    for (uint32_t i = 0; i < workers[w]->log_.size(); ++i) refs.push_back(Ref{workers[w]->log_[i].access, w, i});
+  std::sort(refs.begin(), refs.end(), [](const Ref& x, const Ref& y) {
+    return std::tie(x.access, x.worker, x.pos) < std::tie(y.access, y.worker, y.pos);
+  });
+  std::vector<PendingFinding> merged;
+  std::vector<SiteKey> merged_keys;
+  std::unordered_map<SiteKey, size_t, SiteKeyHash> index;
+  auto count = [&](const SiteKey& key, const PendingFinding& first, uint64_t later_when, uint64_t earlier_when) {
+    auto [it, inserted] = index.emplace(key, merged.size());
+    if (inserted) {
+      PendingFinding pf = first;
+      pf.count = 0;
+      pf.pairs.clear();
+      pf.last_seq = 0;
+      merged.push_back(std::move(pf));
+      merged_keys.push_back(key);
+    }
+    PendingFinding& pf = merged[it->second];
+    if (pf.last_seq != later_when || pf.count == 0) {
+      ++pf.count;
+      if (pf.pairs.size() < opts_.racing_pairs_kept) pf.pairs.push_back(RacingPair{earlier_when, later_when});
+    }
+    pf.last_seq = later_when;
+  };
+  std::vector<std::pair<const HeldConflict*, const LoggedOccurrence*>> held;
+  std::vector<Conflict> together;
+  for (size_t i = 0; i < refs.size();) {
+    size_t j = i;
+    while (j < refs.size() && refs[j].access == refs[i].access) ++j;
+    const LoggedOccurrence& head = workers[refs[i].worker]->log_[refs[i].pos];
+    if (!head.held) {
+      for (size_t k = i; k < j; ++k) {
+        const TraceAnalysis& w = *workers[refs[k].worker];
+        const LoggedOccurrence& o = w.log_[refs[k].pos];
+        count(w.pending_keys_[o.index], w.pending_[o.index], o.later_when, o.earlier_when);
+      }
+    } else {
+      // The access's conflicts as one analysis collects them (allocation by allocation, each
+      // allocation's in its owner's order), then the choice apply_one makes.
+      held.clear();
+      for (size_t k = i; k < j; ++k) {
+        const TraceAnalysis& w = *workers[refs[k].worker];
+        const LoggedOccurrence& o = w.log_[refs[k].pos];
+        held.emplace_back(&w.held_[o.index], &o);
+      }
+      std::stable_sort(held.begin(), held.end(),
+                       [](const auto& x, const auto& y) { return x.first->conflict.piece < y.first->conflict.piece; });
+      together.clear();
+      for (uint32_t k = 0; k < held.size(); ++k) {
+        together.push_back(held[k].first->conflict);
+        together.back().piece = k;  // from here on: which held conflict it is
+      }
+      keep_one_per_stream(together);
+      for (const Conflict& c : together) {
+        const auto& [h, o] = held[c.piece];
+        count(h->key, h->first, o->later_when, o->earlier_when);
+      }
+    }
+    i = j;
+  }
+  pending_ = std::move(merged);
+  pending_keys_ = std::move(merged_keys);
+  pending_index_ = std::move(index);
+  // Every worker counted every other access; kernel pointers only in their owner.
+  summary_.accesses -= pointer_accesses_;
+  for (const TraceAnalysis* w : workers) summary_.accesses += w->pointer_accesses_;
 }
 
 std::vector<Frame> TraceAnalysis::resolve_stack(uint32_t id) const {

@@ -21,9 +21,17 @@ namespace streamrace::analysis {
 
 class TraceAnalysis {
  public:
-  TraceAnalysis(std::string path, const AnalyzerOptions& opts);
-  // Reads and analyses the whole file. Throws trace::TraceError on unreadable input.
+  // With a shard of more than one worker, this is one worker of a split analysis of the trace
+  // (`analyze -j` on one large trace): it replays every record's happens-before steps but
+  // checks accesses only in the allocations it owns (ShadowShard), and logs its findings'
+  // occurrences so that merge_workers can put them in the order one analysis meets them.
+  TraceAnalysis(std::string path, const AnalyzerOptions& opts, ShadowShard shard = {});
+  // Reads and analyses the whole file. Throws trace::TraceError on unreadable input, and
+  // ShardSplitUnsupported when the split cannot give the unsplit result.
   void run();
+  // On worker 0, after every worker's run(): makes this worker's findings exactly those of
+  // one unsplit analysis of the trace (the rest of its state already is).
+  void merge_workers(const std::vector<const TraceAnalysis*>& workers);
   // Findings of this trace (fingerprinted, stacks resolved), notices and summary.
   std::vector<Finding> findings() const;
   const std::vector<Notice>& notices() const { return notices_; }
@@ -49,6 +57,42 @@ class TraceAnalysis {
     ReleasedBlock released;
     std::vector<RacingPair> pairs;  // the first Occurrence::kMaxRacingPairs
   };
+  // Identity of a finding inside one trace: both sites and the shape of the conflict.
+  struct SiteKey {
+    uint32_t earlier_stack, earlier_name, later_stack, later_name, shape;
+    bool operator==(const SiteKey&) const = default;
+  };
+  struct SiteKeyHash {
+    size_t operator()(const SiteKey& k) const {
+      uint64_t h = k.earlier_stack;
+      for (uint32_t v : {k.earlier_name, k.later_stack, k.later_name, k.shape}) h = h * 0x9E3779B97F4A7C15ull + v;
+      return size_t(h ^ (h >> 29));
+    }
+  };
+  // A split worker's record of one occurrence: the access it belongs to (access_number_,
+  // the same in every worker), and either a finding of this worker
+  // (`index` into pending_) or, for an access that reaches allocations of several workers,
+  // a conflict held back (`index` into held_): which of those conflicts count is decided
+  // only once all workers' conflicts of the access are together.
+  struct LoggedOccurrence {
+    uint64_t access;
+    uint32_t index;
+    bool held;
+    uint64_t later_when, earlier_when;
+  };
+  struct HeldConflict {
+    Conflict conflict;  // its `piece` orders it among the access's conflicts
+    SiteKey key;
+    PendingFinding first;  // the finding, should this be its first occurrence
+  };
+  // How a conflict of access `a` is classified: its finding's kind, confidence and key.
+  struct Classified {
+    RaceKind kind;
+    Confidence confidence;
+    const LiveBlock* block;
+    bool reuse;
+    SiteKey key;
+  };
 
   void collect_precise_accesses();
   void dispatch(const trace::RecordView& r);
@@ -66,6 +110,13 @@ class TraceAnalysis {
   // Applies one op's accesses on its (already begun) stream and collects findings.
   void apply(StreamState& s, std::vector<AccessEpoch>& accesses);
   void apply_one(StreamState& s, const AccessEpoch& a);
+  // Keeps, per earlier stream, the conflict that matters for a fix (sorted by stream).
+  static void keep_one_per_stream(std::vector<Conflict>& conflicts);
+  Classified classify(const AccessEpoch& a, const Conflict& c) const;
+  PendingFinding first_occurrence(const StreamState& s, const AccessEpoch& a, const Conflict& c,
+                                  const Classified& k);
+  // Counts an occurrence of pending_[index] (and logs it in a split worker).
+  void count_occurrence(size_t index, uint64_t later_when, uint64_t earlier_when);
   void nccl_accesses(const trace::NcclCall& n, const AccessEpoch& proto, std::vector<AccessEpoch>& out) const;
   AccessEpoch epoch_for(const trace::CallInfo& c, const StreamState& s, OpKind op, uint32_t name_id) const;
   // cudaGraphLaunch of a graph made by stream capture: its nodes run on one virtual stream per
@@ -109,6 +160,16 @@ class TraceAnalysis {
   std::vector<ReadOnlyEntry> read_only_cache_;
   std::unordered_map<uint32_t, ReadOnlyEntry> read_only_sparse_;
   std::vector<PendingFinding> pending_;
+  std::vector<SiteKey> pending_keys_;  // pending_'s keys, in step with it
+  ShadowShard shard_;
+  bool split() const { return shard_.count > 1; }
+  std::vector<LoggedOccurrence> log_;  // split workers only
+  std::vector<HeldConflict> held_;
+  // Each access the trace could make (every kernel pointer, every side of a copy, ...) in
+  // the order met, numbered alike in every worker: a split worker skips pointers into other
+  // workers' allocations without looking them up, so summary_.accesses cannot number them.
+  uint64_t access_number_ = 0;
+  uint64_t pointer_accesses_ = 0;  // kernel pointer accesses checked here (a split worker's share)
   // Async copies with a pinned host side, until the host is ordered after them: the host
   // bytes, whether the copy writes them (device to host) or reads them, and the copy's epoch.
   struct HostSide {
@@ -120,18 +181,6 @@ class TraceAnalysis {
   std::vector<HostSide> host_sides_;
   static constexpr size_t kMaxHostSides = 8192;  // in flight at once; oldest dropped beyond (with a notice)
   uint64_t host_sides_dropped_ = 0;
-  // Identity of a finding inside one trace: both sites and the shape of the conflict.
-  struct SiteKey {
-    uint32_t earlier_stack, earlier_name, later_stack, later_name, shape;
-    bool operator==(const SiteKey&) const = default;
-  };
-  struct SiteKeyHash {
-    size_t operator()(const SiteKey& k) const {
-      uint64_t h = k.earlier_stack;
-      for (uint32_t v : {k.earlier_name, k.later_stack, k.later_name, k.shape}) h = h * 0x9E3779B97F4A7C15ull + v;
-      return size_t(h ^ (h >> 29));
-    }
-  };
   std::unordered_map<SiteKey, size_t, SiteKeyHash> pending_index_;
   std::vector<Conflict> conflicts_;
   std::vector<AccessEpoch> scratch_;

@@ -180,15 +180,36 @@ TEST_P(CaseTest, Report) {
   }
   ASSERT_FALSE(traces.empty()) << c.program;
 
-  analysis::Analyzer analyzer(options_for(c.flags));
-  for (const auto& t : traces) analyzer.add_trace(t);
-  analysis::AnalysisResult result = analyzer.finish();
-
-  std::ostringstream out;
-  report::ReportOptions ro;
-  report::write_format(c.format, out, result, ro);
-  std::string actual = out.str();
-  replace_all(actual, trace_dir.string() + "/", "");
+  // The report of one analysis, or (workers > 1) of each trace split over that many workers
+  // (`analyze -j`, forced on traces this small, with 64 KiB ownership regions so that the
+  // builder's allocations, 64 KiB apart, fall to different workers).
+  auto report_of = [&](unsigned workers) {
+    analysis::AnalyzerOptions opts = options_for(c.flags);
+    opts.split_min_bytes = 0;
+    opts.split_region_shift = 16;
+    analysis::Analyzer analyzer(opts);
+    if (workers == 1)
+      for (const auto& t : traces) analyzer.add_trace(t);
+    else
+      analyzer.add_traces(traces, unsigned(traces.size()) * workers);
+    analysis::AnalysisResult result = analyzer.finish();
+    std::ostringstream out;
+    report::ReportOptions ro;
+    report::write_format(c.format, out, result, ro);
+    std::string text = out.str();
+    replace_all(text, trace_dir.string() + "/", "");
+    return text;
+  };
+  const std::string actual = report_of(1);
+  for (unsigned workers : {2u, 3u, 7u}) {
+    const std::string split = report_of(workers);
+    if (split == actual) continue;
+    const fs::path unsplit = scratch / "unsplit";
+    std::ofstream(unsplit, std::ios::binary) << actual;
+    ADD_FAILURE() << "the report of " << c.program.string() << " split over " << workers
+                  << " workers per trace differs from the unsplit one:\n"
+                  << unified_diff(unsplit, split, scratch);
+  }
 
   const char* update = std::getenv("STREAMRACE_UPDATE_EXPECTED");
   if (update && std::string(update) == "1") {
