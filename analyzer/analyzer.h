@@ -40,8 +40,11 @@ struct AnalyzerOptions {
   size_t racing_pairs_kept = Occurrence::kMaxRacingPairs;
   // add_traces with more jobs than traces splits each trace at least this large (bytes on
   // disk) over jobs / traces workers by allocation (TraceAnalysis, ShadowShard); 0: every
-  // trace. Smaller traces cost more in threads and repeated decoding than they would gain.
-  uint64_t split_min_bytes = kSplitMinBytes;
+  // trace. Off by default (kNoSplit): each worker repeats ~0.8 of a whole analysis, so a split
+  // gains little wall time on idle cores and loses on shared ones (`analyze --split` asks for
+  // it, from kSplitMinBytes on: smaller traces cost more in threads than they would gain).
+  uint64_t split_min_bytes = kNoSplit;
+  static constexpr uint64_t kNoSplit = ~0ull;
   static constexpr uint64_t kSplitMinBytes = 16ull << 20;
   // log2 of the address region whose allocations one worker owns (ShadowShard): tests only.
   uint32_t split_region_shift = 22;  // 4 MiB, ShadowShard's default

@@ -5,7 +5,7 @@
 #   events_per_s=<N> peak_rss_mb=<M>
 # events_per_s counts records over the analyzer's CPU time (user+sys, all its threads), so
 # other load on the machine does not distort it; wall time is printed too. The analysis runs
-# with `-j 1` (one thread) unless JOBS says otherwise (JOBS=2: the trace split over 2 workers).
+# with `-j 1` (one thread) unless JOBS says otherwise (JOBS=2: `--split -j 2`, the trace split over 2 workers).
 # Usage: [JOBS=N] bench/analyzer_throughput.sh [EVENTS] [ALLOCATIONS]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +23,7 @@ python3 - "$build/bin/streamrace" "$work/training.srace" "$records" "${JOBS:-1}"
 import resource, subprocess, sys, time, os
 exe, trace, records, jobs = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 t0 = time.monotonic()
-p = subprocess.run([exe, "analyze", "-j", jobs, "--format", "json=" + os.path.join(os.path.dirname(trace), "findings.json"), trace], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+p = subprocess.run([exe, "analyze", "-j", jobs] + (["--split"] if jobs != "1" else []) + ["--format", "json=" + os.path.join(os.path.dirname(trace), "findings.json"), trace], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 wall = time.monotonic() - t0
 ru = resource.getrusage(resource.RUSAGE_CHILDREN)
 cpu = ru.ru_utime + ru.ru_stime

@@ -22,7 +22,8 @@ struct AnalyzeArgs {
   std::string shard;  // --shard I/N
   int error_exitcode = kExitRaces;
   unsigned jobs = 0;  // -j: 0 = one thread per core
-  uint64_t split_min_bytes = analysis::AnalyzerOptions::kSplitMinBytes;  // --split-min-bytes (hidden: tests)
+  bool split = false;  // --split
+  uint64_t split_min_bytes = analysis::AnalyzerOptions::kNoSplit;  // --split-min-bytes (hidden: tests)
   size_t max_frames = 8;  // --max-frames: frames per stack in the text report
   size_t print_limit = 100;  // --print-limit: findings printed in the text report (0 = all)
   bool separate_threads = false;
@@ -87,7 +88,9 @@ int run_analyze(const AnalyzeArgs& a) {
     opts.kernel_extent_to_allocation_end = a.kernel_extent_allocation;
     opts.ignore_precise = a.ignore_precise;
     opts.kernel_pointers_unknown_direction = a.no_const_reads;
-    opts.split_min_bytes = a.split_min_bytes;
+    opts.split_min_bytes = a.split && a.split_min_bytes == analysis::AnalyzerOptions::kNoSplit
+                               ? analysis::AnalyzerOptions::kSplitMinBytes
+                               : a.split_min_bytes;
     opts.progress = [&](uint64_t bytes, uint64_t) { meter.update(done + bytes); };
     analysis::Analyzer analyzer(opts);
     analyzer.add_traces(paths, a.jobs, [&](size_t i) {
@@ -147,10 +150,12 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--print-limit", args->print_limit, "Findings printed at most in the text report (0 = all); the rest are counted in one line")
       ->capture_default_str();
   sub->add_option("-j,--jobs", args->jobs,
-                  "Threads (0 = one per core): traces are analysed in parallel; with fewer traces than threads, "
-                  "each trace of 16 MiB or more is split by allocation over threads / traces of them. The report is "
-                  "the same for any value")
+                  "Threads (0 = one per core): traces are analysed in parallel. The report is the same for any value")
       ->capture_default_str();
+  sub->add_flag("--split", args->split,
+                "With fewer traces than threads, split each trace of 16 MiB or more by allocation over threads / "
+                "traces of them (each costs ~0.8 of a whole analysis: a gain only on idle cores; docs/at-scale.md). "
+                "The report is the same");
   // For tests: split traces from this size on (0: every trace), so small traces exercise it.
   sub->add_option("--split-min-bytes", args->split_min_bytes)->group("");
   sub->add_flag("--force-output", args->out.force_output,
