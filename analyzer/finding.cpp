@@ -405,6 +405,7 @@ void to_json(json& j, const TraceSummary& t) {
            {"rank", t.rank},         {"capture_status", t.capture_status},
            {"mode", t.mode},         {"records", t.records},   {"accesses", t.accesses},
            {"complete", t.complete}, {"truncated", t.truncated}};
+  if (!t.capture.empty()) j["capture"] = t.capture;  // only windowed traces carry it
 }
 
 void from_json(const json& j, TraceSummary& t) {
@@ -418,6 +419,7 @@ void from_json(const json& j, TraceSummary& t) {
   t.accesses = get_or<uint64_t>(j, "accesses", 0);
   t.complete = get_or<bool>(j, "complete", false);
   t.truncated = get_or<bool>(j, "truncated", false);
+  t.capture = get_or<std::string>(j, "capture", "");
 }
 
 void to_json(json& j, const AnalysisResult& r) {

@@ -135,6 +135,9 @@ struct TraceSummary {
   uint64_t accesses = 0;
   bool complete = false;
   bool truncated = false;
+  // The trace records only part of the run (a capture window or a ring that dropped steps):
+  // what the tracer was told ("steps 10:20", "ring 4"); empty for a whole run.
+  std::string capture;
 };
 
 // Which slice of a job's trace list a result covers (`analyze --shard I/N`); count 0: the
@@ -160,6 +163,13 @@ struct AnalysisResult {
   // shows, or holding work it cannot show). Non-zero: the verdict is partial, never clean.
   uint64_t unanalysed_graph_launches = 0;
   bool partial() const { return unanalysed_graph_launches != 0; }
+  // Traces that record only part of their run (TraceSummary::capture): their verdict is the
+  // recorded part's.
+  size_t windowed_traces() const {
+    size_t n = 0;
+    for (const auto& t : traces) n += !t.capture.empty();
+    return n;
+  }
   ShardInfo shard;
 };
 

@@ -108,12 +108,14 @@ void TraceAnalysis::run() {
     auto cap = h.extra.find("capture");
     const std::string what = cap != h.extra.end() ? cap->second : "capture window";
     if (capture_reason_ == uint8_t(CaptureReason::kRing)) {
+      summary_.capture = what;
       notices_.push_back({"warning", path_,
                           fmt::format("ring trace ({}): the first {} steps and {} calls in all were dropped; the "
                                       "trace holds a snapshot of their live state, then steps {} to the end. Races "
                                       "between a dropped call and a kept one are not reported",
                                       what, capture_steps_dropped_, capture_calls_left_out_, capture_first_step_)});
     } else if (capture_opens_ > 0) {
+      summary_.capture = what;
       notices_.push_back({"warning", path_,
                           fmt::format("windowed trace ({}): {} window{} recorded; {} calls ({} steps) before {} were "
                                       "not recorded and count as complete at each window's start. Races that involve "
@@ -124,6 +126,7 @@ void TraceAnalysis::run() {
       notices_.push_back({"info", path_,
                           fmt::format("ring trace ({}): nothing was dropped ({} steps seen)", what, seen->second)});
     } else {
+      summary_.capture = what;
       notices_.push_back({"warning", path_,
                           fmt::format("windowed trace ({}): the window never opened, so no call was recorded", what)});
     }

@@ -15,6 +15,9 @@ std::string closing_summary(const analysis::AnalysisResult& r, const SummaryCoun
   if (counts.suppressed) s += fmt::format("; {} suppressed", counts.suppressed);
   if (size_t blind = r.blind_traces())
     s += fmt::format("; no verdict: {} trace{} captured no CUDA calls", blind, blind == 1 ? "" : "s");
+  if (size_t windowed = r.windowed_traces())
+    s += fmt::format("; {} trace{} recorded in part (a capture window or ring): the verdict covers what was recorded",
+                     windowed, windowed == 1 ? "" : "s");
   if (r.partial())
     s += fmt::format("; partial: {} CUDA graph launch{} not analysed", r.unanalysed_graph_launches,
                      r.unanalysed_graph_launches == 1 ? "" : "es");

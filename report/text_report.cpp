@@ -104,6 +104,10 @@ std::string summary_line(const AnalysisResult& r, size_t left_out_baselined) {
         traces, traces == 1 ? "" : "s", r.unanalysed_graph_launches, r.unanalysed_graph_launches == 1 ? " was" : "es were");
   if (r.findings.empty() && left_out_baselined)
     return fmt::format("streamrace: no new races in {} trace{}{}", traces, traces == 1 ? "" : "s", baselined);
+  if (r.findings.empty() && r.windowed_traces())
+    return fmt::format("streamrace: no races found in what {} trace{} recorded ({} accesses checked; {} recorded only "
+                       "part of the run: see the warnings above)",
+                       traces, traces == 1 ? "" : "s", r.accesses, r.windowed_traces());
   if (r.findings.empty())
     return fmt::format("streamrace: no races found in {} trace{} ({} accesses checked)", traces, traces == 1 ? "" : "s",
                        r.accesses);

@@ -54,6 +54,26 @@ TEST(TextReport, UnanalysedGraphLaunchesGiveAPartialVerdict) {
             "SUMMARY: streamrace: 0 races (0 certain, 0 possible) in 1 trace; partial: 3 CUDA graph launches not analysed");
 }
 
+// A trace that recorded only part of its run (a capture window, a ring that dropped steps):
+// its clean verdict says so in the summary line and the SUMMARY line; a whole run's does not.
+TEST(TextReport, AWindowedTracesVerdictCoversWhatWasRecorded) {
+  analysis::AnalysisResult r;
+  r.traces.resize(2);
+  r.traces[0].capture_status = "ok";
+  r.traces[1].capture_status = "ok";
+  r.accesses = 40;
+  EXPECT_EQ(report::summary_line(r), "streamrace: no races found in 2 traces (40 accesses checked)");
+  EXPECT_EQ(report::closing_summary(r), "SUMMARY: streamrace: 0 races (0 certain, 0 possible) in 2 traces");
+  r.traces[1].capture = "steps 10:20";
+  EXPECT_EQ(r.windowed_traces(), 1u);
+  EXPECT_EQ(report::summary_line(r),
+            "streamrace: no races found in what 2 traces recorded (40 accesses checked; 1 recorded only part of the "
+            "run: see the warnings above)");
+  EXPECT_EQ(report::closing_summary(r),
+            "SUMMARY: streamrace: 0 races (0 certain, 0 possible) in 2 traces; 1 trace recorded in part (a capture "
+            "window or ring): the verdict covers what was recorded");
+}
+
 }  // namespace
 }  // namespace streamrace
 
