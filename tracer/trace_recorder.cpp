@@ -242,17 +242,7 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final) {
   if (drained.empty() && stacks.empty() && strings.empty() && dropped_.load() == dropped_reported_) return;
   if (!ensure_open_locked(nullptr)) return;
   try {
-    trace::ChunkBuilder defs;
-    for (auto& [id, text] : strings) defs.add_string(id, text);
-    for (auto& s : stacks) defs.add_stack(s.id, s.frames);
-    uint64_t dropped = dropped_.load();
-    if (dropped != dropped_reported_) {
-      char msg[128];
-      std::snprintf(msg, sizeof msg, "%llu records dropped: a thread's buffer outgrew its limit",
-                    static_cast<unsigned long long>(dropped - dropped_reported_));
-      defs.add_notice(trace::NoticeLevel::kWarning, msg);
-      dropped_reported_ = dropped;
-    }
+    trace::ChunkBuilder defs = definitions_locked(strings, stacks);
     if (!defs.empty()) writer_->write_chunk(defs);
     trace::ChunkBuilder merged;
     for (auto& c : drained) {
@@ -275,6 +265,22 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final) {
     std::fprintf(stderr, "streamrace: writing trace %s failed: %s\n", opts_.path.c_str(), e.what());
     writer_.reset();
   }
+}
+
+trace::ChunkBuilder TraceRecorder::definitions_locked(const std::vector<std::pair<uint32_t, std::string>>& strings,
+                                                      const std::vector<PendingStack>& stacks) {
+  trace::ChunkBuilder defs;
+  for (auto& [id, text] : strings) defs.add_string(id, text);
+  for (auto& s : stacks) defs.add_stack(s.id, s.frames);
+  uint64_t dropped = dropped_.load();
+  if (dropped != dropped_reported_) {
+    char msg[128];
+    std::snprintf(msg, sizeof msg, "%llu records dropped: a thread's buffer outgrew its limit",
+                  static_cast<unsigned long long>(dropped - dropped_reported_));
+    defs.add_notice(trace::NoticeLevel::kWarning, msg);
+    dropped_reported_ = dropped;
+  }
+  return defs;
 }
 
 void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained,
@@ -338,17 +344,7 @@ void TraceRecorder::flush_windowed_locked(bool nonblocking, bool final) {
   auto stacks = stacks_.take_pending(strings_);
   auto strings = strings_.take_pending();
   try {
-    trace::ChunkBuilder defs;
-    for (auto& [id, text] : strings) defs.add_string(id, text);
-    for (auto& s : stacks) defs.add_stack(s.id, s.frames);
-    uint64_t dropped = dropped_.load();
-    if (dropped != dropped_reported_) {
-      char msg[128];
-      std::snprintf(msg, sizeof msg, "%llu records dropped: a thread's buffer outgrew its limit",
-                    static_cast<unsigned long long>(dropped - dropped_reported_));
-      defs.add_notice(trace::NoticeLevel::kWarning, msg);
-      dropped_reported_ = dropped;
-    }
+    trace::ChunkBuilder defs = definitions_locked(strings, stacks);
     windowed_->definitions(defs);
     for (const auto& m : marks) windowed_->boundary(m);
     windowed_->records(drained, horizon, final);

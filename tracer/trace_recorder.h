@@ -123,6 +123,10 @@ class TraceRecorder {
   // (skipping buffers whose lock is taken when `nonblocking`), forgets dead threads' buffers,
   // and, with `hand_back_spares`, gives each drained thread a spare buffer with capacity.
   void drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained, bool hand_back_spares);
+  // Requires flush_mu_: the definitions chunk of one flush (strings, stacks, and a notice of
+  // the records dropped since the last one).
+  trace::ChunkBuilder definitions_locked(const std::vector<std::pair<uint32_t, std::string>>& strings,
+                                         const std::vector<PendingStack>& stacks);
 
   const uint64_t id_;
   RecorderOptions opts_;
