@@ -28,8 +28,26 @@ const char* to_string(ConfirmOutcome o) {
   return "?";
 }
 
+// Why a finding the confirming run does not report is still undecided; empty when every
+// kernel behind it was measured there (so its absence means the measured ranges are apart).
+std::string undecided_reason(const Finding& f, const std::set<std::string>& measured) {
+  std::string why;
+  for (const Access* a : {&f.earlier, &f.later}) {
+    if (a->exact || a->op_kind != "kernel") continue;
+    std::string r;
+    if (a->graph_launch)
+      r = a->op + " ran as a kernel node of a CUDA graph, which precise mode does not measure";
+    else if (!measured.count(a->op))
+      r = a->op + " had no measured launch in the confirming run";
+    if (r.empty() || why.find(r) != std::string::npos) continue;
+    why += why.empty() ? "" : "; ";
+    why += r;
+  }
+  return why;
+}
+
 std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, const std::vector<Finding>& second,
-                                           const std::set<std::string>& patched) {
+                                           const std::set<std::string>& patched, const std::set<std::string>& measured) {
   std::vector<Confirmation> out;
   for (const Finding& f : first) {
     if (f.confidence != Confidence::kPossible) continue;
@@ -40,8 +58,15 @@ std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, co
       if (!same_sites(f, g)) continue;
       if (!c.after || (g.confidence == Confidence::kCertain && c.after->confidence != Confidence::kCertain)) c.after = g;
     }
-    if (c.after)
+    if (c.after) {
       c.outcome = c.after->confidence == Confidence::kCertain ? ConfirmOutcome::kConfirmed : ConfirmOutcome::kStillPossible;
+    } else if (std::string why = undecided_reason(f, measured); !why.empty()) {
+      // Not reported again, but not because measured ranges were found apart.
+      c.outcome = ConfirmOutcome::kStillPossible;
+      c.reason = "not decided: " + why;
+      out.push_back(std::move(c));
+      continue;
+    }
     if (c.outcome == ConfirmOutcome::kStillPossible) {
       for (const Access* a : {&c.after->earlier, &c.after->later}) {
         if (a->exact || a->op_kind != "kernel") continue;

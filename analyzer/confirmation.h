@@ -16,9 +16,12 @@ namespace streamrace::analysis {
 
 enum class ConfirmOutcome {
   kConfirmed,      // the confirming run reports it `certain`
-  kGone,           // the confirming run does not report it: the measured ranges do not overlap
+  kGone,           // the confirming run does not report it and measured every kernel behind it:
+                   // the measured ranges do not overlap
   kStillPossible,  // reported again but still `possible` (a kernel not patched, an interval
-                   // budget overflowed, a copy or collective against an unpatched kernel)
+                   // budget overflowed, a copy or collective against an unpatched kernel), or
+                   // not reported but not decided either: a kernel behind it was not measured
+                   // (a CUDA graph's kernel node; no launch of it measured in the confirming run)
 };
 const char* to_string(ConfirmOutcome o);  // "confirmed", "gone", "still possible"
 
@@ -30,9 +33,13 @@ struct Confirmation {
 };
 
 // One entry per `possible` finding of `first`, in its order. `patched`: the kernels the
-// confirming run measured (names as in findings), for the reason of a still-possible one.
+// confirming run was told to measure (names as in findings), for the reason of a
+// still-possible one. `measured`: the kernels with at least one measured launch in the
+// confirming run (TraceSummary::measured_kernels); a finding the confirming run does not
+// report is `gone` only when each kernel behind it was measured there, and not as a graph node.
 std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, const std::vector<Finding>& second,
-                                           const std::set<std::string>& patched = {});
+                                           const std::set<std::string>& patched,
+                                           const std::set<std::string>& measured);
 
 // "3 possible findings confirmed in precise mode: 1 certain, 2 gone, 0 still possible".
 std::string confirmation_summary(const std::vector<Confirmation>& c);

@@ -138,6 +138,9 @@ struct TraceSummary {
   // The trace records only part of the run (a capture window or a ring that dropped steps):
   // what the tracer was told ("steps 10:20", "ring 4"); empty for a whole run.
   std::string capture;
+  // Precise mode: the kernels (names as in findings) with at least one measured launch in
+  // this trace. Kept in memory for `run --confirm` (not part of the JSON document).
+  std::vector<std::string> measured_kernels;
 };
 
 // Which slice of a job's trace list a result covers (`analyze --shard I/N`); count 0: the

@@ -389,6 +389,17 @@ void TraceAnalysis::on_memset(const Memset& m) {
     hb_.host_joins_stream(m.stream, m.call.thread);
 }
 
+void TraceAnalysis::note_measured(uint32_t name_id) {
+  if (name_id < kDenseNameIds) {
+    if (name_id >= measured_name_ids_.size()) measured_name_ids_.resize(size_t(name_id) + 1);
+    if (measured_name_ids_[name_id]) return;
+    measured_name_ids_[name_id] = true;
+  }
+  const std::string& name = str(name_id);
+  auto& m = summary_.measured_kernels;
+  if (std::find(m.begin(), m.end(), name) == m.end()) m.push_back(name);
+}
+
 void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t> tail) {
   StreamState& s = hb_.begin_op(k.stream, k.call.thread);
   AccessEpoch base = epoch_for(k.call, s, OpKind::kKernel, k.name_id);
@@ -398,6 +409,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     // region with unknown direction, as in the default tier.
     auto it = precise_.find(k.correlation);
     if (it != precise_.end()) {
+      note_measured(k.name_id);
       for (const KernelAccess& ka : it->second) {
         ++access_number_;
         AccessEpoch e = base;

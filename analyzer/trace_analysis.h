@@ -135,6 +135,7 @@ class TraceAnalysis {
                      const PendingFinding& pf) const;
   std::vector<Frame> resolve_stack(uint32_t id) const;
   const std::string& str(uint32_t id) const;
+  void note_measured(uint32_t name_id);  // summary_.measured_kernels
 
   std::string path_;
   AnalyzerOptions opts_;
@@ -186,6 +187,7 @@ class TraceAnalysis {
   std::vector<AccessEpoch> scratch_;
   std::vector<Notice> notices_;
   TraceSummary summary_;
+  std::vector<bool> measured_name_ids_;  // precise tier: name ids with a measured launch
   GraphCaptures captures_;
   struct LaunchSite {
     uint64_t seq, graph_exec, stream;

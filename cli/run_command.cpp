@@ -453,6 +453,13 @@ int analyze_run(const RunArgs& a, const Launch& run, analysis::AnalysisResult& r
   return -1;
 }
 
+// The kernels with at least one measured launch in a precise run's traces.
+std::set<std::string> measured_kernels(const analysis::AnalysisResult& r) {
+  std::set<std::string> out;
+  for (const auto& t : r.traces) out.insert(t.measured_kernels.begin(), t.measured_kernels.end());
+  return out;
+}
+
 // The text report of a run (with what --confirm made of the possible findings) and its status.
 int report_run(const RunArgs& a, const Launch& run, const std::string& dir, const analysis::AnalysisResult& result,
                const std::vector<analysis::Confirmation>& confirmed) {
@@ -581,10 +588,19 @@ int run_traced(RunArgs a) {
             << " behind the possible ones (" << list << ")\n";
   Launch second = launch_traced(a, settings, lib, confirm_dir, "names:" + list, out_setting, precise_setting);
   if (second.exit_status >= 0) return second.exit_status;
+  if (second.cmd_status != 0) {
+    // The command succeeded untraced by precise mode and failed with it: what the second run
+    // recorded decides nothing (a finding it lacks may be one it never reached).
+    std::cerr << "streamrace run --confirm: the confirming run failed (the command exited with status "
+              << second.cmd_status << " in precise mode, 0 in the default run); nothing was confirmed: the default "
+              << "run's findings stand (its traces in " << dir << ", the failed run's in " << confirm_dir << ")\n";
+    report_run(a, first, dir, first_result, {});
+    return second.cmd_status;
+  }
   analysis::AnalysisResult result;
   if (int bad = analyze_run(a, second, result); bad >= 0) return bad;
   std::vector<analysis::Confirmation> confirmed =
-      analysis::confirm_findings(first_result.findings, result.findings, kernels);
+      analysis::confirm_findings(first_result.findings, result.findings, kernels, measured_kernels(result));
   return report_run(a, second, confirm_dir, result, confirmed);
 #else
   return precise_unavailable();

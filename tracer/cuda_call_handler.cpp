@@ -579,10 +579,15 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   auto& ts = thread_state();
   // Precise mode: the launch callback marked this launch as patched (its exact accesses
   // follow as KernelAccess records) and may know the name the API callback did not give.
-  const bool precise = ts.precise_correlation != 0 && ts.precise_correlation == e.correlation;
-  const char* name = e.symbol != nullptr ? e.symbol : ts.launch_function;
-  ts.precise_correlation = 0;
-  ts.launch_function = nullptr;
+  // Only a launch has a launch callback behind it: a graph's kernel node (added or set) takes
+  // its name from the function, never from the last launch this thread made.
+  const bool launch = call.kind == CallKind::kKernelLaunch;
+  const bool precise = launch && ts.precise_correlation != 0 && ts.precise_correlation == e.correlation;
+  const char* name = !launch ? nullptr : e.symbol != nullptr ? e.symbol : ts.launch_function;
+  if (launch) {
+    ts.precise_correlation = 0;
+    ts.launch_function = nullptr;
+  }
   h.stream = stream;
   h.correlation = e.correlation;
   h.device = device;

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "analyzer/analyzer.h"
 #include "analyzer/confirmation.h"
@@ -16,18 +18,32 @@ namespace fs = std::filesystem;
 using analysis::ConfirmOutcome;
 
 const fs::path kData = SR_PRECISE_DATA_DIR;
+const fs::path kGpuData = SR_GPU_DATA_DIR;
 
-analysis::AnalysisResult analyze_case(const std::string& name) {
+analysis::AnalysisResult analyze_case(const std::string& name, const fs::path& dir = kData) {
   analysis::Analyzer a;
-  for (const auto& t : analysis::expand_trace_inputs({(kData / name).string()})) a.add_trace(t);
+  for (const auto& t : analysis::expand_trace_inputs({(dir / name).string()})) a.add_trace(t);
   return a.finish();
+}
+
+// The kernels with a measured launch in a (confirming) run, as run --confirm collects them.
+std::set<std::string> measured(const analysis::AnalysisResult& r) {
+  std::set<std::string> out;
+  for (const auto& t : r.traces) out.insert(t.measured_kernels.begin(), t.measured_kernels.end());
+  return out;
+}
+
+std::vector<analysis::Confirmation> confirm(const analysis::AnalysisResult& first,
+                                            const analysis::AnalysisResult& second,
+                                            const std::set<std::string>& patched = {}) {
+  return analysis::confirm_findings(first.findings, second.findings, patched, measured(second));
 }
 
 TEST(Confirmation, APossibleKernelRaceMeasuredOverlappingIsConfirmedCertain) {
   for (auto [first, second] : {std::pair{"torch_views_racy_default", "torch_views_racy_auto"},
                                std::pair{"torch_raw_racy_default", "torch_raw_racy_precise"}}) {
     auto before = analyze_case(first), after = analyze_case(second);
-    auto c = analysis::confirm_findings(before.findings, after.findings);
+    auto c = confirm(before, after);
     ASSERT_EQ(c.size(), 1u) << first;
     EXPECT_EQ(c[0].outcome, ConfirmOutcome::kConfirmed) << first;
     ASSERT_TRUE(c[0].after.has_value());
@@ -44,7 +60,7 @@ TEST(Confirmation, APossibleRaceOnDisjointViewsIsGone) {
   auto before = analyze_case("torch_disjoint_default"), after = analyze_case("torch_disjoint_precise");
   ASSERT_EQ(before.findings.size(), 1u);
   ASSERT_TRUE(after.findings.empty());
-  auto c = analysis::confirm_findings(before.findings, after.findings);
+  auto c = confirm(before, after);
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].outcome, ConfirmOutcome::kGone);
   EXPECT_FALSE(c[0].after.has_value());
@@ -52,17 +68,82 @@ TEST(Confirmation, APossibleRaceOnDisjointViewsIsGone) {
 
 TEST(Confirmation, CertainFindingsNeedNoConfirmationAndStillPossibleIsSaid) {
   auto racy = analyze_case("torch_views_racy_auto");  // certain already
-  EXPECT_TRUE(analysis::confirm_findings(racy.findings, racy.findings).empty());
+  EXPECT_TRUE(confirm(racy, racy).empty());
   auto possible = analyze_case("torch_views_racy_default");
-  auto c = analysis::confirm_findings(possible.findings, possible.findings);  // precise run measured nothing new
+  auto c = confirm(possible, possible);  // precise run measured nothing new
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].outcome, ConfirmOutcome::kStillPossible);
   EXPECT_EQ(analysis::to_string(c[0].outcome), std::string("still possible"));
   const std::string fill = c[0].before.earlier.op;  // the default run's "read or write" kernel
   EXPECT_EQ(c[0].reason.find(fill + " was not patched"), 0u) << c[0].reason;
-  auto measured = analysis::confirm_findings(possible.findings, possible.findings, {fill});
-  EXPECT_EQ(measured[0].reason.find(fill + " was measured, but its intervals overflowed the device-side budget"), 0u)
-      << measured[0].reason;
+  auto measured_fill = confirm(possible, possible, {fill});
+  EXPECT_EQ(measured_fill[0].reason.find(fill + " was measured, but its intervals overflowed the device-side budget"), 0u)
+      << measured_fill[0].reason;
+}
+
+TEST(Confirmation, TheConfirmingRunNamesTheKernelsItMeasured) {
+  auto after = analyze_case("torch_disjoint_precise");
+  EXPECT_EQ(measured(after),
+            (std::set<std::string>{
+                "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+                "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, "
+                "float)#1}>, unsigned int, float, 4, 4> >(at::native::ReduceOp<float, at::native::func_wrapper_t<float, "
+                "at::native::sum_functor<float, float, float>::operator()(at::TensorIterator&)::{lambda(float, "
+                "float)#1}>, unsigned int, float, 4, 4>)",
+                "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul> "
+                ">(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)"}));
+  EXPECT_TRUE(measured(analyze_case("torch_disjoint_default")).empty());  // the default tier measures nothing
+}
+
+// Absence from the confirming run is "gone" only when the kernels behind the finding were
+// measured there: a confirming run that measured nothing (it failed, or the kernels never ran
+// patched) leaves the finding possible, with the reason.
+TEST(Confirmation, AFindingWhoseKernelsWereNotMeasuredIsNotGone) {
+  auto before = analyze_case("torch_disjoint_default");
+  ASSERT_EQ(before.findings.size(), 1u);
+  auto c = analysis::confirm_findings(before.findings, {}, {}, {});
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].outcome, ConfirmOutcome::kStillPossible);
+  EXPECT_FALSE(c[0].after.has_value());
+  EXPECT_EQ(c[0].reason, "not decided: " + c[0].before.earlier.op + " had no measured launch in the confirming run");
+  EXPECT_EQ(c[0].before.earlier.op, c[0].before.later.op);  // both sides are the fill kernel: named once
+  EXPECT_EQ(analysis::confirmation_summary(c),
+            "1 possible finding checked in precise mode: 0 confirmed (certain), 0 gone, 1 still possible");
+}
+
+// Kernel nodes of CUDA graphs are not measured by precise mode: their findings stay possible
+// even when the confirming run reports nothing and measured kernels of those names eagerly.
+// graph_explicit_racy has two possible findings: the memset node against the eager read_sum
+// launch after the graph (measurable), and the slow_fill kernel node against a memcpy node.
+TEST(Confirmation, AGraphKernelNodeFindingIsNeverGone) {
+  auto before = analyze_case("graph_explicit_racy", kGpuData);
+  std::set<std::string> kernels;
+  for (const auto& f : before.findings)
+    for (const auto* a : {&f.earlier, &f.later})
+      if (f.confidence == analysis::Confidence::kPossible && a->op_kind == "kernel") kernels.insert(a->op);
+  ASSERT_EQ(kernels, (std::set<std::string>{"read_sum(float const*, unsigned long, float*)",
+                                            "slow_fill(float*, unsigned long, long long)"}));
+  auto c = analysis::confirm_findings(before.findings, {}, kernels, kernels);
+  ASSERT_EQ(c.size(), 2u);
+  size_t gone = 0, node = 0;
+  for (const auto& e : c) {
+    const bool graph_kernel = e.before.earlier.op.rfind("slow_fill", 0) == 0 || e.before.later.op.rfind("slow_fill", 0) == 0;
+    if (graph_kernel) {
+      ++node;
+      EXPECT_EQ(e.outcome, ConfirmOutcome::kStillPossible);
+      EXPECT_EQ(e.reason,
+                "not decided: slow_fill(float*, unsigned long, long long) ran as a kernel node of a CUDA graph, which "
+                "precise mode does not measure");
+    } else {
+      ++gone;
+      EXPECT_EQ(e.outcome, ConfirmOutcome::kGone);  // read_sum, an eager launch, was measured
+    }
+  }
+  EXPECT_EQ(gone, 1u);
+  EXPECT_EQ(node, 1u);
+  // Measured nothing: neither is gone.
+  for (const auto& e : analysis::confirm_findings(before.findings, {}, kernels, {}))
+    EXPECT_EQ(e.outcome, ConfirmOutcome::kStillPossible) << e.reason;
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ struct SessionCounts {
   uint64_t patched_modules = 0;   // modules the device callback was inserted into
   uint64_t patched_launches = 0;  // launches that got an interval slot
   uint64_t skipped_modules = 0;   // modules holding no selected kernel, left unpatched
+  uint64_t graph_kernel_nodes = 0;  // kernel nodes of graph launches: run patched, not measured
 };
 
 class SanitizerSession {
