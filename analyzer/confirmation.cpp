@@ -72,9 +72,10 @@ std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, co
         if (a->exact || a->op_kind != "kernel") continue;
         c.reason += c.reason.empty() ? "" : "; ";
         c.reason += patched.count(a->op)
-                        ? a->op + " was measured, but its intervals overflowed the device-side budget: one region "
-                                  "of " + std::to_string(a->bytes) + " bytes, direction unknown"
-                        : a->op + " was not patched (NCCL's kernels never are)";
+                        ? a->op + " was measured, but not this access of " + std::to_string(a->bytes) +
+                              " bytes (direction unknown): its intervals overflowed the device-side budget, or it "
+                              "reaches this memory by bulk tensor copies (TMA), which precise mode cannot see"
+                        : a->op + " was not patched (not selected; NCCL's kernels never are)";
       }
     }
     out.push_back(std::move(c));

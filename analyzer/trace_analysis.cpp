@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <tuple>
 #include <unordered_set>
 
@@ -98,6 +99,18 @@ void TraceAnalysis::run() {
                                     "check: more than {} were in flight with no host synchronisation after them "
                                     "(the oldest were dropped)",
                                     host_sides_dropped_, kMaxHostSides)});
+  if (precise_unmeasured_launches_) {
+    std::string names;
+    for (uint32_t id : precise_unmeasured_kernels_) names += (names.empty() ? "" : "; ") + str(id);
+    notices_.push_back({"warning", path_,
+                        fmt::format("{} pointer argument{} of {} precise-mode launch{} had no measured access (e.g. {}): "
+                                    "the kernel may reach that memory by bulk tensor copies (TMA), which precise mode "
+                                    "cannot see, or not at all; each keeps the default tier's access (possible "
+                                    "findings at most)",
+                                    precise_unmeasured_pointers_, precise_unmeasured_pointers_ == 1 ? "" : "s",
+                                    precise_unmeasured_launches_, precise_unmeasured_launches_ == 1 ? "" : "es",
+                                    names)});
+  }
   if (precise_graph_kernels_)
     notices_.push_back({"warning", path_,
                         fmt::format("{} kernel nodes of CUDA graphs ran without measured accesses: precise mode does "
@@ -403,10 +416,17 @@ void TraceAnalysis::note_measured(uint32_t name_id) {
 void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t> tail) {
   StreamState& s = hb_.begin_op(k.stream, k.call.thread);
   AccessEpoch base = epoch_for(k.call, s, OpKind::kKernel, k.name_id);
+  // Precise tier: the exact read and write intervals the device measured for this launch.
+  // An interval whose budget overflowed is a whole region with unknown direction, as in the
+  // default tier. A pointer argument none of whose memory the measurement touched keeps the
+  // default tier's access (below): the kernel may reach it by instructions precise mode
+  // cannot see (bulk tensor copies, TMA, as cuBLAS's sm90 GEMMs do), so "measured nothing
+  // there" is no proof of "touched nothing there".
+  const KernelAccess* measured = nullptr;
+  size_t measured_n = 0;
+  std::optional<decltype(precise_.begin())> measured_entry;  // erased once used (an eager launch's)
+  bool precise_launch = false;
   if ((k.flags & kKernelPrecise) && !opts_.ignore_precise) {
-    // Precise tier: the exact read and write intervals the device measured for this launch
-    // (none: it touched no global memory). An interval whose budget overflowed is a whole
-    // region with unknown direction, as in the default tier.
     auto it = precise_.find(k.correlation);
     if (it != precise_.end()) {
       note_measured(k.name_id);
@@ -423,14 +443,25 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
         }
         apply_one(s, e);
       }
-      if (!current_launch_) precise_.erase(it);
-      return;
+      measured = it->second.data();
+      measured_n = it->second.size();
+      precise_launch = true;
+      if (!current_launch_) measured_entry = it;
+    } else if (current_launch_ == 0) {
+      precise_launch = true;  // an eager launch that measured no access at all
+    } else {
+      // A kernel node of a graph launch: precise mode measures no graph node yet, so its
+      // accesses are the default tier's below (its pointer arguments, possible), never none.
+      ++precise_graph_kernels_;
     }
-    if (current_launch_ == 0) return;
-    // A kernel node of a graph launch: precise mode measures no graph node yet, so its
-    // accesses are the default tier's below (its pointer arguments, possible), never none.
-    ++precise_graph_kernels_;
   }
+  // Whether the launch's measurement touched [p, p + bytes).
+  auto touched = [&](uint64_t p, uint64_t bytes) {
+    for (size_t j = 0; j < measured_n; ++j)
+      if (measured[j].addr < p + bytes && p < measured[j].addr + measured[j].bytes) return true;
+    return false;
+  };
+  bool unmeasured_pointer = false;
   base.maybe_write = true;
   size_t n = std::min<size_t>(k.nptrs, tail.size() / sizeof(uint64_t));
   // `T const*` parameters of a C++ kernel are reads (extent still unknown).
@@ -473,12 +504,25 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     e.addr = p;
     e.bytes = blocks_.kernel_extent(p, al->end, e.in_block);  // extent unknown: from the pointer to the end...
     if (e.bytes == 0) continue;  // a stale word pointing at a freed tensor: no access
+    if (precise_launch) {
+      if (touched(p, e.bytes)) continue;  // measured: the exact intervals above stand for it
+      unmeasured_pointer = true;
+      ++precise_unmeasured_pointers_;
+    }
     ++pointer_accesses_;
     if (!opts_.kernel_extent_to_allocation_end) {
       uint64_t used = exact_extent_.get(p);  // ...unless an exact operation last used a range from here
       if (used != 0 && used < e.bytes) e.bytes = used;
     }
     apply_one(s, e);
+  }
+  if (measured_entry) precise_.erase(*measured_entry);
+  if (unmeasured_pointer) {
+    ++precise_unmeasured_launches_;
+    if (precise_unmeasured_kernels_.size() < 3 &&
+        std::find(precise_unmeasured_kernels_.begin(), precise_unmeasured_kernels_.end(), k.name_id) ==
+            precise_unmeasured_kernels_.end())
+      precise_unmeasured_kernels_.push_back(k.name_id);
   }
 }
 

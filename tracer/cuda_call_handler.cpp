@@ -583,7 +583,9 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   // its name from the function, never from the last launch this thread made.
   const bool launch = call.kind == CallKind::kKernelLaunch;
   const bool precise = launch && ts.precise_correlation != 0 && ts.precise_correlation == e.correlation;
-  const char* name = !launch ? nullptr : e.symbol != nullptr ? e.symbol : ts.launch_function;
+  // The launch callback's name first: for some driver launches (cuBLAS's cuLaunchKernelEx) the
+  // Sanitizer API's symbolName is not the kernel's (it demangled to "unsigned char").
+  const char* name = !launch ? nullptr : ts.launch_function != nullptr ? ts.launch_function : e.symbol;
   if (launch) {
     ts.precise_correlation = 0;
     ts.launch_function = nullptr;

@@ -9,6 +9,12 @@
   raw_clean       the same, ordered with wait_stream.
   readread        a side stream and the default stream both sum one tensor (clean).
   disjoint        two side streams fill disjoint slices of one buffer (clean).
+  gemm_in_racy    a side stream fills a bf16 matrix; the default stream multiplies it (cuBLAS
+                  GEMM reading it) without waiting. Checks that precise mode sees a GEMM's loads.
+  gemm_in_clean   the same, the default stream waits on the side stream first.
+  gemm_out_racy   the default stream's GEMM writes its output; a side stream sums the output
+                  without waiting. Checks that precise mode sees a GEMM's stores.
+  gemm_out_clean  the same, the side stream waits on the default stream first.
 
 Run: python3 torch_views.py CASE   (under `streamrace run [--precise] --`).
 """
@@ -120,6 +126,25 @@ def main():
         main_stream.wait_stream(side)
         main_stream.wait_stream(side2)
         out = buf.sum()
+    elif case in ("gemm_in_racy", "gemm_in_clean"):
+        a = torch.zeros(1024, 1024, device="cuda", dtype=torch.bfloat16)
+        b = torch.ones(1024, 1024, device="cuda", dtype=torch.bfloat16)
+        side.wait_stream(main_stream)
+        with torch.cuda.stream(side):
+            a.fill_(1.0)
+        if case == "gemm_in_clean":
+            main_stream.wait_stream(side)
+        out = (a @ b).float().sum()
+    elif case in ("gemm_out_racy", "gemm_out_clean"):
+        a = torch.ones(1024, 1024, device="cuda", dtype=torch.bfloat16)
+        b = torch.ones(1024, 1024, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(1024, 1024, device="cuda", dtype=torch.bfloat16)
+        torch.mm(a, b, out=c)
+        if case == "gemm_out_clean":
+            side.wait_stream(main_stream)
+        with torch.cuda.stream(side):
+            out = c.float().sum()
+        main_stream.wait_stream(side)
     else:
         sys.exit(f"unknown case {case}")
     torch.cuda.synchronize()

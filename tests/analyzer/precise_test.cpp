@@ -199,5 +199,118 @@ TEST(Precise, AGraphKernelNodeOrderedBeforeTheWriteIsClean) {
   EXPECT_TRUE(r.findings.empty());
 }
 
+// A pointer argument of a precise launch that none of its measured intervals touches keeps
+// the default tier's access (possible): cuBLAS's sm90 GEMMs read and write their matrices by
+// bulk tensor copies (TMA), which precise mode cannot see, so their launches measure nothing
+// there (recorded on the H200: samples/precise/torch_views.py gemm_in_racy). Stream a fills
+// A (measured); stream b's "gemm" takes A and C and measured only its write of C.
+struct GemmProgram {
+  bool ordered = false;
+  bool measures_c = true;       // false: the launch measured no access at all
+  bool reader_outside = false;  // a third stream reads C beyond the measured write
+};
+
+analysis::AnalysisResult run_gemm(const GemmProgram& p, uint64_t* a_buf = nullptr, uint64_t* c_buf = nullptr) {
+  testing::TempDir dir;
+  std::string path = dir.file("g.srace");
+  {
+    auto header = TraceBuilder::default_header(0);
+    header.mode = "precise";
+    TraceBuilder t(path, header);
+    uint64_t a = t.create_stream(), b = t.create_stream(), c = t.create_stream();
+    uint64_t A = t.alloc(kBuf), C = t.alloc(kBuf);
+    if (a_buf) *a_buf = A;
+    if (c_buf) *c_buf = C;
+    const uint32_t flags = trace::kKernelPrecise | trace::kKernelArgsScanned;
+    uint64_t fill = t.at("gemm.py", 10, "fill").kernel(a, "fill_a", {A}, 0, flags);
+    if (p.ordered) {
+      uint64_t e = t.create_event();
+      t.record_event(e, a);
+      t.wait_event(b, e);
+    }
+    uint64_t gemm = t.at("gemm.py", 20, "matmul").kernel(b, "gemm_tma", {A, C}, 0, flags);
+    uint64_t read = 0;
+    if (p.reader_outside) {
+      uint64_t e = t.create_event();
+      t.record_event(e, a);  // orders the reader after the fill of A, not after the GEMM
+      t.wait_event(c, e);
+      read = t.at("gemm.py", 30, "read").kernel(c, "read_c_tail", {C + kBuf / 2}, 0, flags);
+    }
+    t.stream_synchronize(a);
+    t.kernel_access(fill, A, kBuf, AccessDir::kWrite);
+    if (p.measures_c) t.kernel_access(gemm, C, kBuf / 2, AccessDir::kWrite);
+    if (read) t.kernel_access(read, C + kBuf / 2, kBuf / 2, AccessDir::kRead);
+  }
+  return testing::analyze_files({path});
+}
+
+std::vector<std::string> notice_texts(const analysis::AnalysisResult& r) {
+  std::vector<std::string> out;
+  for (const auto& n : r.notices) out.push_back(n.text);
+  return out;
+}
+
+const char* kUnmeasuredNotice =
+    "1 pointer argument of 1 precise-mode launch had no measured access (e.g. gemm_tma): the kernel may reach that "
+    "memory by bulk tensor copies (TMA), which precise mode cannot see, or not at all; each keeps the default tier's "
+    "access (possible findings at most)";
+
+TEST(Precise, APointerArgumentWithNoMeasuredAccessKeepsTheDefaultTiersAccess) {
+  uint64_t A = 0;
+  auto r = run_gemm({}, &A);
+  ASSERT_EQ(r.findings.size(), 1u);
+  const auto& f = r.findings[0];
+  EXPECT_EQ(f.confidence, Confidence::kPossible);
+  EXPECT_EQ(f.kind, RaceKind::kWriteAfterWrite);  // the GEMM's A: read or write, unknown
+  EXPECT_EQ(f.earlier.op, "fill_a");
+  EXPECT_TRUE(f.earlier.exact);
+  EXPECT_EQ(f.earlier.direction, "write");
+  EXPECT_EQ(f.later.op, "gemm_tma");
+  EXPECT_FALSE(f.later.exact);
+  EXPECT_EQ(f.later.direction, "read or write");
+  EXPECT_EQ(f.later.addr, A);
+  EXPECT_EQ(f.later.bytes, kBuf);
+  EXPECT_EQ(f.overlap_addr, A);
+  EXPECT_EQ(f.overlap_bytes, kBuf);
+  auto texts = notice_texts(r);
+  EXPECT_NE(std::find(texts.begin(), texts.end(), kUnmeasuredNotice), texts.end());
+}
+
+TEST(Precise, APointerArgumentWithNoMeasuredAccessOrderedIsClean) {
+  GemmProgram p;
+  p.ordered = true;
+  auto r = run_gemm(p);
+  EXPECT_TRUE(r.findings.empty());
+  auto texts = notice_texts(r);
+  EXPECT_NE(std::find(texts.begin(), texts.end(), kUnmeasuredNotice), texts.end());
+}
+
+TEST(Precise, ALaunchThatMeasuredNothingKeepsEveryPointersAccess) {
+  GemmProgram p;
+  p.measures_c = false;
+  auto r = run_gemm(p);
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].confidence, Confidence::kPossible);
+  EXPECT_EQ(r.findings[0].later.op, "gemm_tma");
+  auto texts = notice_texts(r);
+  EXPECT_NE(std::find(texts.begin(), texts.end(),
+                      "2 pointer arguments of 1 precise-mode launch had no measured access (e.g. gemm_tma): the kernel "
+                      "may reach that memory by bulk tensor copies (TMA), which precise mode cannot see, or not at "
+                      "all; each keeps the default tier's access (possible findings at most)"),
+            texts.end());
+}
+
+// A measured pointer stays exact: C's measured write [C, C + kBuf/2) does not meet the read of
+// [C + kBuf/2, C + kBuf) on an unordered stream, so nothing is reported there (only A's race).
+TEST(Precise, AMeasuredPointerArgumentStaysExact) {
+  GemmProgram p;
+  p.reader_outside = true;
+  uint64_t A = 0;
+  auto r = run_gemm(p, &A);
+  ASSERT_EQ(r.findings.size(), 1u);
+  EXPECT_EQ(r.findings[0].later.addr, A);
+  EXPECT_EQ(r.findings[0].later.op, "gemm_tma");
+}
+
 }  // namespace
 }  // namespace streamrace

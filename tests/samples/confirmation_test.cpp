@@ -75,9 +75,13 @@ TEST(Confirmation, CertainFindingsNeedNoConfirmationAndStillPossibleIsSaid) {
   EXPECT_EQ(c[0].outcome, ConfirmOutcome::kStillPossible);
   EXPECT_EQ(analysis::to_string(c[0].outcome), std::string("still possible"));
   const std::string fill = c[0].before.earlier.op;  // the default run's "read or write" kernel
-  EXPECT_EQ(c[0].reason.find(fill + " was not patched"), 0u) << c[0].reason;
+  EXPECT_EQ(c[0].reason.find(fill + " was not patched (not selected; NCCL's kernels never are)"), 0u) << c[0].reason;
   auto measured_fill = confirm(possible, possible, {fill});
-  EXPECT_EQ(measured_fill[0].reason.find(fill + " was measured, but its intervals overflowed the device-side budget"), 0u)
+  EXPECT_EQ(measured_fill[0].reason,
+            fill + " was measured, but not this access of " + std::to_string(c[0].before.earlier.bytes) +
+                " bytes (direction unknown): its intervals overflowed the device-side budget, or it reaches this "
+                "memory by bulk tensor copies (TMA), which precise mode cannot see; " + c[0].before.later.op +
+                " was not patched (not selected; NCCL's kernels never are)")
       << measured_fill[0].reason;
 }
 

@@ -1,5 +1,10 @@
-// Device side of precise mode: the callback the Sanitizer API inserts before every global
-// load, store and atomic of a patched kernel (SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS).
+// Device side of precise mode: the callbacks the Sanitizer API inserts before every global
+// load, store and atomic of a patched kernel (SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS), every
+// cp.async (MEMCPY_ASYNC) and every non-tensor bulk copy or reduction to or from global memory
+// (BULK_COPY_GLOBAL_TO_SHARED, BULK_COPY_SHARED_TO_GLOBAL, BULK_REDUCTION_SHARED_TO_GLOBAL).
+// Bulk *tensor* copies (TMA, cp.async.bulk.tensor) have no instrumentation point: a kernel that
+// reaches memory only through them measures nothing there, which the analyzer knows (a pointer
+// argument with no measured access keeps the default tier's access).
 // Built by nvcc in tools-patch mode (--fatbin --compile-as-tools-patch) into a fatbin the
 // session loads with sanitizerAddPatchesFromFile; see tracer/CMakeLists.txt.
 //
@@ -59,20 +64,28 @@ __device__ __forceinline__ void widen(uint64_t* p, ull v) {
   if (*reinterpret_cast<volatile ull*>(p) < v) atomicMax(as_ull(p), v);
 }
 
-}  // namespace
+// Folds [first, end) of one granule into the slot (one lane per warp calls it).
+__device__ __forceinline__ void fold(LaunchIntervals* slot, uint64_t key, ull first, ull end, uint32_t dirs) {
+  if (GranuleEntry* e = find_entry(slot, key)) {
+    if (dirs & kDirRead) {
+      widen(&e->read_lo_inv, ~first);
+      widen(&e->read_hi, end);
+    }
+    if (dirs & kDirWrite) {
+      widen(&e->write_lo_inv, ~first);
+      widen(&e->write_hi, end);
+    }
+  } else {
+    if ((*reinterpret_cast<volatile uint32_t*>(&slot->overflow_dirs) & dirs) != dirs)
+      atomicOr(&slot->overflow_dirs, dirs);
+    widen(&slot->overflow_lo_inv, ~first);
+    widen(&slot->overflow_hi, end);
+  }
+}
 
-extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_global_access(void* userdata, uint64_t pc, void* ptr,
-                                                                                 uint32_t accessSize, uint32_t flags,
-                                                                                 const void* pData) {
-  (void)pc;
-  (void)pData;
-  auto* slot = static_cast<LaunchIntervals*>(userdata);
-  if (slot == nullptr) return SANITIZER_PATCH_SUCCESS;
-  if (flags & SANITIZER_MEMORY_DEVICE_FLAG_PREFETCH) return SANITIZER_PATCH_SUCCESS;  // moves no data
-  uint32_t dirs = flags & (SANITIZER_MEMORY_DEVICE_FLAG_READ | SANITIZER_MEMORY_DEVICE_FLAG_WRITE);
-  if (dirs == 0) dirs = kDirRead | kDirWrite;  // direction not stated: assume both
-
-  const uint64_t addr = reinterpret_cast<uint64_t>(ptr);
+// One thread's access of `size` bytes at `addr`: the warp's threads on the same granule in
+// the same direction reduce together, and one of them folds the result into the slot.
+__device__ __forceinline__ void thread_access(LaunchIntervals* slot, uint64_t addr, uint32_t accessSize, uint32_t dirs) {
   const uint32_t shift = slot->granule_shift;
   const uint64_t key = addr >> shift;
   const uint64_t granule_base = key << shift;
@@ -102,24 +115,87 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_global_access
       }
     }
   }
-  if (lane_id() != uint32_t(__ffs(peers) - 1)) return SANITIZER_PATCH_SUCCESS;
+  if (lane_id() != uint32_t(__ffs(peers) - 1)) return;
+  fold(slot, key, granule_base + lo, granule_base + hi, dirs);
+}
 
-  const ull first = granule_base + lo;
-  const ull end = granule_base + hi;
-  if (GranuleEntry* e = find_entry(slot, key)) {
-    if (dirs & kDirRead) {
-      widen(&e->read_lo_inv, ~first);
-      widen(&e->read_hi, end);
-    }
-    if (dirs & kDirWrite) {
-      widen(&e->write_lo_inv, ~first);
-      widen(&e->write_hi, end);
-    }
-  } else {
-    if ((*reinterpret_cast<volatile uint32_t*>(&slot->overflow_dirs) & dirs) != dirs)
-      atomicOr(&slot->overflow_dirs, dirs);
-    widen(&slot->overflow_lo_inv, ~first);
-    widen(&slot->overflow_hi, end);
+// A bulk copy's whole range [addr, addr + bytes), the same for every active thread of the
+// warp: the first active lane folds it, granule by granule.
+__device__ __forceinline__ void warp_range(LaunchIntervals* slot, uint64_t addr, uint64_t bytes, uint32_t dirs) {
+  if (bytes == 0 || lane_id() != uint32_t(__ffs(__activemask()) - 1)) return;
+  const uint32_t shift = slot->granule_shift;
+  for (uint64_t at = addr, end = addr + bytes; at < end;) {
+    const uint64_t key = at >> shift;
+    const uint64_t granule_end = (key + 1) << shift;
+    const uint64_t to = end < granule_end ? end : granule_end;
+    fold(slot, key, at, to, dirs);
+    at = to;
   }
+}
+
+}  // namespace
+
+extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_global_access(void* userdata, uint64_t pc, void* ptr,
+                                                                                 uint32_t accessSize, uint32_t flags,
+                                                                                 const void* pData) {
+  (void)pc;
+  (void)pData;
+  auto* slot = static_cast<LaunchIntervals*>(userdata);
+  if (slot == nullptr) return SANITIZER_PATCH_SUCCESS;
+  if (flags & SANITIZER_MEMORY_DEVICE_FLAG_PREFETCH) return SANITIZER_PATCH_SUCCESS;  // moves no data
+  uint32_t dirs = flags & (SANITIZER_MEMORY_DEVICE_FLAG_READ | SANITIZER_MEMORY_DEVICE_FLAG_WRITE);
+  if (dirs == 0) dirs = kDirRead | kDirWrite;  // direction not stated: assume both
+  thread_access(slot, reinterpret_cast<uint64_t>(ptr), accessSize, dirs);
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+// cp.async (LDGSTS): a global read into shared memory, per thread, 4 to 16 bytes.
+extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_memcpy_async(void* userdata, uint64_t pc, void* src,
+                                                                                uint32_t dst, uint32_t accessSize) {
+  (void)pc;
+  (void)dst;
+  auto* slot = static_cast<LaunchIntervals*>(userdata);
+  if (slot == nullptr) return SANITIZER_PATCH_SUCCESS;
+  // A zero-size copy (src may then be null) still joins the warp's reduction, with no bytes.
+  thread_access(slot, reinterpret_cast<uint64_t>(src), src ? accessSize : 0, kDirRead);
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+// cp.async.bulk global -> shared: 16-byte blocks in bits 0:15 of `data`, read from `src`.
+extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_bulk_global_to_shared(void* userdata, uint64_t pc,
+                                                                                         uint64_t src, uint32_t dst,
+                                                                                         uint32_t barrier, uint32_t data,
+                                                                                         uint32_t isMulticast) {
+  (void)pc;
+  (void)dst;
+  (void)barrier;
+  (void)isMulticast;
+  auto* slot = static_cast<LaunchIntervals*>(userdata);
+  if (slot == nullptr) return SANITIZER_PATCH_SUCCESS;
+  warp_range(slot, src, uint64_t(data & 0xffffu) * 16, kDirRead);
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+// cp.async.bulk shared -> global: numBlocks 16-byte blocks written at `dst`.
+extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_bulk_shared_to_global(void* userdata, uint64_t pc,
+                                                                                         uint64_t dst, uint32_t src,
+                                                                                         uint32_t numBlocks) {
+  (void)pc;
+  (void)src;
+  auto* slot = static_cast<LaunchIntervals*>(userdata);
+  if (slot == nullptr) return SANITIZER_PATCH_SUCCESS;
+  warp_range(slot, dst, uint64_t(numBlocks) * 16, kDirWrite);
+  return SANITIZER_PATCH_SUCCESS;
+}
+
+// cp.reduce.async.bulk shared -> global: reads and writes numBlocks 16-byte blocks at `dst`.
+extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_bulk_reduce_to_global(void* userdata, uint64_t pc,
+                                                                                         uint64_t dst, uint32_t src,
+                                                                                         uint32_t numBlocks) {
+  (void)pc;
+  (void)src;
+  auto* slot = static_cast<LaunchIntervals*>(userdata);
+  if (slot == nullptr) return SANITIZER_PATCH_SUCCESS;
+  warp_range(slot, dst, uint64_t(numBlocks) * 16, kDirRead | kDirWrite);
   return SANITIZER_PATCH_SUCCESS;
 }

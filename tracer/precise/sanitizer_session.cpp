@@ -14,6 +14,7 @@
 #include <mutex>
 #include <set>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "tracer/precise/interval_conversion.h"
@@ -39,6 +40,14 @@ static_assert(int(SANITIZER_CBID_DRIVER_API_cuMemFreeAsync) == int(CUPTI_DRIVER_
 namespace {
 
 constexpr const char* kDeviceCallback = "streamrace_global_access";
+// Async and bulk copies to or from global memory, and their device callbacks
+// (access_aggregator.cu). Bulk tensor copies (TMA) have no instrumentation point.
+constexpr std::pair<Sanitizer_InstructionId, const char*> kAsyncCopyCallbacks[] = {
+    {SANITIZER_INSTRUCTION_MEMCPY_ASYNC, "streamrace_memcpy_async"},
+    {SANITIZER_INSTRUCTION_BULK_COPY_GLOBAL_TO_SHARED, "streamrace_bulk_global_to_shared"},
+    {SANITIZER_INSTRUCTION_BULK_COPY_SHARED_TO_GLOBAL, "streamrace_bulk_shared_to_global"},
+    {SANITIZER_INSTRUCTION_BULK_REDUCTION_SHARED_TO_GLOBAL, "streamrace_bulk_reduce_to_global"},
+};
 
 struct SanitizerFns {
   decltype(&sanitizerSubscribe) subscribe = nullptr;
@@ -67,6 +76,7 @@ struct Pending {
 struct ContextState {
   bool patches_loaded = false;
   bool patches_failed = false;
+  bool async_patch_failed = false;  // said once per context (under State::mu)
   LaunchIntervals* ring = nullptr;  // device memory
   std::vector<uint32_t> free_slots;
   std::vector<Pending> pending;
@@ -242,6 +252,17 @@ void on_module_loaded(State& st, const Sanitizer_ResourceModuleData* m) {
     cs.patches_loaded = true;
   }
   SanitizerResult r = g_fn.patch_instructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, m->module, kDeviceCallback);
+  // The other ways a kernel moves global memory that the API can instrument. One the driver
+  // or the Sanitizer library refuses leaves those instructions unmeasured, not the module:
+  // the analyzer keeps the default tier's access for a pointer with no measured access.
+  if (r == SANITIZER_SUCCESS) {
+    for (const auto& [kind, callback] : kAsyncCopyCallbacks) {
+      SanitizerResult ar = g_fn.patch_instructions(kind, m->module, callback);
+      if (ar != SANITIZER_SUCCESS && !std::exchange(cs.async_patch_failed, true))
+        notice(st, std::string("cannot patch ") + callback + " instructions (" + result_text(ar) +
+                       "): kernels that read or write global memory by async or bulk copies measure nothing there");
+    }
+  }
   if (r == SANITIZER_SUCCESS) r = g_fn.patch_module(m->module);
   if (r != SANITIZER_SUCCESS) {
     notice(st, "a module could not be patched (" + result_text(r) + ")");
