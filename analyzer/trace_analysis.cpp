@@ -481,6 +481,22 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     std::memcpy(&p, tail.data() + i * sizeof(uint64_t), sizeof(p));
     return p;
   };
+  // A precise launch: which pointers no measured interval touched, decided before the split's
+  // ownership filter below, so every worker of a split analysis counts the same.
+  if (precise_launch) {
+    unmeasured_.assign(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t p = pointer(i);
+      const AllocationRange* al = shadow_.find(p);  // every worker indexes every allocation
+      if (!al || al->kind == 0) continue;
+      bool in_block = false;
+      const uint64_t bytes = blocks_.kernel_extent(p, al->end, in_block);
+      if (bytes == 0 || touched(p, bytes)) continue;
+      unmeasured_[i] = 1;
+      unmeasured_pointer = true;
+      ++precise_unmeasured_pointers_;
+    }
+  }
   // Each pointer's lookups are likely cache misses: start them all before the first.
   for (size_t i = 0; i < n; ++i)
     if (shadow_.may_own(pointer(i))) {
@@ -504,11 +520,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     e.addr = p;
     e.bytes = blocks_.kernel_extent(p, al->end, e.in_block);  // extent unknown: from the pointer to the end...
     if (e.bytes == 0) continue;  // a stale word pointing at a freed tensor: no access
-    if (precise_launch) {
-      if (touched(p, e.bytes)) continue;  // measured: the exact intervals above stand for it
-      unmeasured_pointer = true;
-      ++precise_unmeasured_pointers_;
-    }
+    if (precise_launch && !unmeasured_[i]) continue;  // measured: the exact intervals above stand for it
     ++pointer_accesses_;
     if (!opts_.kernel_extent_to_allocation_end) {
       uint64_t used = exact_extent_.get(p);  // ...unless an exact operation last used a range from here

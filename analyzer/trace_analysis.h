@@ -210,6 +210,7 @@ class TraceAnalysis {
   uint64_t unanalysed_launches_ = 0, unnamed_captured_ops_ = 0, precise_graph_kernels_ = 0;
   uint64_t precise_unmeasured_pointers_ = 0, precise_unmeasured_launches_ = 0;
   std::vector<uint32_t> precise_unmeasured_kernels_;  // name ids, the first few
+  std::vector<uint8_t> unmeasured_;  // per pointer of the precise launch being analysed
   std::map<std::string, uint64_t> unanalysed_why_;  // reason -> launches
   int comm_rank_ = -1, comm_size_ = 0;
 };
