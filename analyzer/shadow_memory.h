@@ -33,7 +33,7 @@ struct AccessEpoch {
   bool write = false;     // exact write
   bool also_reads = false;   // a write that reads the same bytes first (in-place collectives)
   bool maybe_write = false;  // kernel pointer argument: direction and extent unknown
-  bool inexact = false;      // a read whose extent is unknown (a kernel's `T const*` argument)
+  bool inexact = false;      // extent not exact: a kernel's `T const*` argument (a read), a precise-mode hull
   bool in_block = false;     // a kernel pointer's extent bounded by the allocator block it points into
 };
 

@@ -435,7 +435,11 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
         AccessEpoch e = base;
         e.addr = ka.addr;
         e.bytes = ka.bytes;
-        if (ka.overflowed) {
+        if (ka.overflowed == trace::kAccessHull) {  // direction known, extent a hull: not exact
+          e.write = ka.dir != AccessDir::kRead;
+          e.also_reads = ka.dir == AccessDir::kReadWrite;
+          e.inexact = true;
+        } else if (ka.overflowed) {
           e.maybe_write = true;
         } else {
           e.write = ka.dir != AccessDir::kRead;

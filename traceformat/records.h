@@ -279,13 +279,18 @@ struct Memset {
 
 enum class AccessDir : uint8_t { kRead = 1, kWrite = 2, kReadWrite = 3 };
 
+inline constexpr uint8_t kAccessRegion = 1;
+inline constexpr uint8_t kAccessHull = 2;
+
 struct KernelAccess {
   SR_RECORD(kKernelAccess);
   uint64_t correlation;
   uint64_t addr;
   uint64_t bytes;
   AccessDir dir;
-  uint8_t overflowed;  // the device-side interval budget ran out: this is a whole region
+  uint8_t overflowed;  // 0: exact; 1 (kAccessRegion): the device-side interval budget ran out,
+                       // a whole region of unknown direction; 2 (kAccessHull): `dir` is known,
+                       // the extent is the hull of the accesses in a coarse region (not exact)
   uint16_t reserved0;
   uint32_t reserved1;
 };

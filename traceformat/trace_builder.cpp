@@ -189,8 +189,8 @@ uint64_t TraceBuilder::kernel(uint64_t stream, std::string_view name, const std:
   return h.correlation;
 }
 
-void TraceBuilder::kernel_access(uint64_t correlation, uint64_t addr, uint64_t bytes, AccessDir dir, bool overflowed) {
-  chunk_.add(KernelAccess{correlation, addr, bytes, dir, uint8_t(overflowed), 0, 0});
+void TraceBuilder::kernel_access(uint64_t correlation, uint64_t addr, uint64_t bytes, AccessDir dir, uint8_t overflowed) {
+  chunk_.add(KernelAccess{correlation, addr, bytes, dir, overflowed, 0, 0});
   maybe_flush();
 }
 

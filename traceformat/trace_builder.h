@@ -64,7 +64,8 @@ class TraceBuilder {
   // Operations; each returns its correlation id.
   uint64_t kernel(uint64_t stream, std::string_view name, const std::vector<uint64_t>& ptrs, uint32_t device = 0,
                   uint32_t flags = kKernelArgsScanned);
-  void kernel_access(uint64_t correlation, uint64_t addr, uint64_t bytes, AccessDir dir, bool overflowed = false);
+  // overflowed: 0 exact, kAccessRegion (or true), kAccessHull (records.h)
+  void kernel_access(uint64_t correlation, uint64_t addr, uint64_t bytes, AccessDir dir, uint8_t overflowed = 0);
   uint64_t memcpy(uint64_t stream, uint64_t dst, uint64_t src, uint64_t bytes, CopyKind kind = CopyKind::kDeviceToDevice,
                   bool async = true, MemKind src_mem = MemKind::kDevice, MemKind dst_mem = MemKind::kDevice,
                   std::string_view api = "");

@@ -149,6 +149,35 @@ TEST(Precise, OverflowedIntervalIsARegionOfUnknownDirection) {
   EXPECT_EQ(degraded.findings[0].earlier.direction, "read or write");
 }
 
+// A coarse hull (kAccessHull: a launch touched more granules than the device table holds)
+// keeps its direction but not an exact extent: a write hull against a memset is possible, a
+// read hull against another read is nothing.
+TEST(Precise, AHullKeepsItsDirectionButIsNotExact) {
+  auto program = [](AccessDir dir) {
+    testing::TempDir dir_;
+    std::string path = dir_.file("h.srace");
+    {
+      auto header = TraceBuilder::default_header(0);
+      header.mode = "precise";
+      TraceBuilder t(path, header);
+      uint64_t a = t.create_stream(), b = t.create_stream();
+      uint64_t buf = t.alloc(kBuf);
+      uint64_t k = t.kernel(a, "big_kernel", {buf}, 0, trace::kKernelPrecise);
+      uint64_t r = t.kernel(b, "reader", {buf}, 0, trace::kKernelPrecise);
+      t.kernel_access(k, buf, kBuf, dir, trace::kAccessHull);
+      t.kernel_access(r, buf + 100, 8, AccessDir::kRead);
+    }
+    return testing::analyze_files({path});
+  };
+  auto w = program(AccessDir::kWrite);
+  ASSERT_EQ(w.findings.size(), 1u);
+  EXPECT_EQ(w.findings[0].kind, RaceKind::kReadAfterWrite);
+  EXPECT_EQ(w.findings[0].confidence, Confidence::kPossible);
+  EXPECT_EQ(w.findings[0].earlier.direction, "write");
+  EXPECT_FALSE(w.findings[0].earlier.exact);
+  EXPECT_TRUE(program(AccessDir::kRead).findings.empty());
+}
+
 // Precise mode measures no kernel node of a CUDA graph: such a node's accesses fall back to the
 // default tier (its pointer arguments, a possible finding), with a notice, and never to none.
 analysis::AnalysisResult graph_node_program(bool ordered) {

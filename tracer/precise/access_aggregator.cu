@@ -20,12 +20,16 @@
 #include "tracer/precise/interval_buffer.h"
 
 using streamrace::tracer::precise::GranuleEntry;
+using streamrace::tracer::precise::kCoarseExtraShift;
 using streamrace::tracer::precise::kDirRead;
 using streamrace::tracer::precise::kDirWrite;
+using streamrace::tracer::precise::kMaxCoarse;
 using streamrace::tracer::precise::kMaxGranules;
+using streamrace::tracer::precise::kProbeLimit;
 using streamrace::tracer::precise::LaunchIntervals;
 
 static_assert((kMaxGranules & (kMaxGranules - 1)) == 0, "the probe below needs a power of two");
+static_assert((kMaxCoarse & (kMaxCoarse - 1)) == 0, "the probe below needs a power of two");
 
 namespace {
 
@@ -39,13 +43,13 @@ __device__ __forceinline__ uint32_t lane_id() {
   return lane;
 }
 
-// The slot entry of granule `key`, claimed if new; nullptr when every entry holds another
-// granule (the access then goes to the overflow hull).
-__device__ GranuleEntry* find_entry(LaunchIntervals* slot, uint64_t key) {
+// The entry of `key` in a table of `capacity` (a power of two) entries, claimed if new; nullptr
+// when the kProbeLimit entries it may use hold other keys.
+__device__ GranuleEntry* find_entry(GranuleEntry* table, uint32_t capacity, uint64_t key) {
   const ull want = ull(key) + 1;
-  const uint32_t start = uint32_t((key * 0x9E3779B97F4A7C15ull) >> 40) & (kMaxGranules - 1);
-  for (uint32_t i = 0; i < kMaxGranules; ++i) {
-    GranuleEntry* e = &slot->entries[(start + i) & (kMaxGranules - 1)];
+  const uint32_t start = uint32_t((key * 0x9E3779B97F4A7C15ull) >> 40) & (capacity - 1);
+  for (uint32_t i = 0; i < kProbeLimit; ++i) {
+    GranuleEntry* e = &table[(start + i) & (capacity - 1)];
     ull seen = *reinterpret_cast<volatile ull*>(&e->key_plus1);
     if (seen == want) return e;
     if (seen == 0) {
@@ -64,9 +68,12 @@ __device__ __forceinline__ void widen(uint64_t* p, ull v) {
   if (*reinterpret_cast<volatile ull*>(p) < v) atomicMax(as_ull(p), v);
 }
 
-// Folds [first, end) of one granule into the slot (one lane per warp calls it).
+// Folds [first, end) of one granule into the slot (one lane per warp calls it): its entry,
+// else its coarse entry, else the overflow hull.
 __device__ __forceinline__ void fold(LaunchIntervals* slot, uint64_t key, ull first, ull end, uint32_t dirs) {
-  if (GranuleEntry* e = find_entry(slot, key)) {
+  GranuleEntry* e = find_entry(slot->entries, kMaxGranules, key);
+  if (e == nullptr) e = find_entry(slot->coarse, kMaxCoarse, key >> kCoarseExtraShift);
+  if (e) {
     if (dirs & kDirRead) {
       widen(&e->read_lo_inv, ~first);
       widen(&e->read_hi, end);

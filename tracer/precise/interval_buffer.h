@@ -8,8 +8,13 @@
 //     maximum of the stored values and both ends of an interval are updated with atomicMax.
 // An entry covers one granule of the address space (2^granule_shift bytes, aligned): the
 // device keeps, per granule, the smallest start and the largest end of the reads and of the
-// writes the launch made there. Accesses whose granule finds no free entry (more than
-// kMaxGranules distinct granules in one launch) go to the slot's overflow hull.
+// writes the launch made there. An access whose granule finds no entry within kProbeLimit
+// probes (more distinct granules in one launch than the table holds) goes to a coarse entry
+// (2^kCoarseExtraShift granules, 64 MiB with the default granule), and only when that table is
+// full too, to the slot's overflow hull. Coarse entries are intervals like the others, with
+// their direction; the hull is one region of unknown extent inside it. (Before the coarse
+// table, a launch touching more than 128 MiB made the hull span every address between its
+// buffers, and each access past the 128th granule probed all 128 entries.)
 #pragma once
 
 #include <cstdint>
@@ -17,6 +22,9 @@
 namespace streamrace::tracer::precise {
 
 inline constexpr uint32_t kMaxGranules = 128;       // entries per launch slot
+inline constexpr uint32_t kMaxCoarse = 64;          // coarse entries per launch slot
+inline constexpr uint32_t kCoarseExtraShift = 6;    // a coarse entry covers 64 granules
+inline constexpr uint32_t kProbeLimit = 16;         // probes before an access goes coarser
 inline constexpr uint32_t kDefaultGranuleShift = 20;  // 1 MiB granules
 
 inline constexpr uint32_t kDirRead = 1u;
@@ -38,7 +46,8 @@ struct LaunchIntervals {
   uint64_t overflow_hi;
   uint64_t reserved;
   GranuleEntry entries[kMaxGranules];
+  GranuleEntry coarse[kMaxCoarse];  // keys: address >> (granule_shift + kCoarseExtraShift)
 };
-static_assert(sizeof(LaunchIntervals) == 32 + 40 * kMaxGranules);
+static_assert(sizeof(LaunchIntervals) == 32 + 40 * (kMaxGranules + kMaxCoarse));
 
 }  // namespace streamrace::tracer::precise

@@ -38,11 +38,12 @@ trace::KernelAccess access(uint64_t correlation, uint64_t lo, uint64_t hi, trace
 
 std::vector<trace::KernelAccess> slot_to_accesses(const LaunchIntervals& slot, uint64_t correlation) {
   std::vector<Interval> reads, writes;
-  for (const GranuleEntry& e : slot.entries) {
-    if (e.key_plus1 == 0) continue;
+  auto take = [&](const GranuleEntry& e) {
+    if (e.key_plus1 == 0) return;
     if (e.read_lo_inv != 0 && ~e.read_lo_inv < e.read_hi) reads.emplace_back(~e.read_lo_inv, e.read_hi);
     if (e.write_lo_inv != 0 && ~e.write_lo_inv < e.write_hi) writes.emplace_back(~e.write_lo_inv, e.write_hi);
-  }
+  };
+  for (const GranuleEntry& e : slot.entries) take(e);
   std::vector<Interval> r = merged(std::move(reads));
   std::vector<Interval> w = merged(std::move(writes));
 
@@ -70,6 +71,19 @@ std::vector<trace::KernelAccess> slot_to_accesses(const LaunchIntervals& slot, u
     }
   }
 
+  // Coarse entries: the hull of a launch's reads (writes) inside one 64 MiB region, known in
+  // direction but not exact in extent (KernelAccess::overflowed = 2).
+  for (const GranuleEntry& e : slot.coarse) {
+    if (e.key_plus1 == 0) continue;
+    if (e.read_lo_inv != 0 && ~e.read_lo_inv < e.read_hi) {
+      out.push_back(access(correlation, ~e.read_lo_inv, e.read_hi, trace::AccessDir::kRead, false));
+      out.back().overflowed = trace::kAccessHull;
+    }
+    if (e.write_lo_inv != 0 && ~e.write_lo_inv < e.write_hi) {
+      out.push_back(access(correlation, ~e.write_lo_inv, e.write_hi, trace::AccessDir::kWrite, false));
+      out.back().overflowed = trace::kAccessHull;
+    }
+  }
   if (slot.overflow_dirs != 0 && slot.overflow_lo_inv != 0 && ~slot.overflow_lo_inv < slot.overflow_hi) {
     trace::AccessDir dir = slot.overflow_dirs == kDirRead    ? trace::AccessDir::kRead
                            : slot.overflow_dirs == kDirWrite ? trace::AccessDir::kWrite

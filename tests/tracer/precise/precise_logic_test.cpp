@@ -217,6 +217,32 @@ TEST(PreciseConversion, OverflowBecomesOneRegionAfterTheExactRecords) {
   expect_access(out[1], 77, b + 0x10000000, 0x10000000, AccessDir::kReadWrite, true);
 }
 
+// A launch touching more granules than the table holds: the rest land in coarse entries (64
+// granules each), which keep their direction but are only hulls (overflowed = kAccessHull),
+// not one region spanning every address between the launch's buffers.
+TEST(PreciseConversion, CoarseEntriesAreHullsWithTheirDirection) {
+  auto s = empty_slot();
+  const uint64_t b = 0x7f0000000000;
+  touch(*s, 0, b, b + 64, kDirRead);
+  GranuleEntry& c = s->coarse[5];
+  c.key_plus1 = ((b + 0x40000000) >> (kShift + kCoarseExtraShift)) + 1;
+  c.write_lo_inv = ~(b + 0x40000000);
+  c.write_hi = b + 0x40000000 + 0x100000;
+  c.read_lo_inv = ~(b + 0x40100000);
+  c.read_hi = b + 0x40100000 + 0x1000;
+  auto out = slot_to_accesses(*s, 8);
+  ASSERT_EQ(out.size(), 3u);
+  expect_access(out[0], 8, b, 64, AccessDir::kRead, false);
+  EXPECT_EQ(out[1].overflowed, trace::kAccessHull);
+  EXPECT_EQ(out[1].addr, b + 0x40100000);
+  EXPECT_EQ(out[1].bytes, 0x1000u);
+  EXPECT_EQ(out[1].dir, AccessDir::kRead);
+  EXPECT_EQ(out[2].overflowed, trace::kAccessHull);
+  EXPECT_EQ(out[2].addr, b + 0x40000000);
+  EXPECT_EQ(out[2].bytes, 0x100000u);
+  EXPECT_EQ(out[2].dir, AccessDir::kWrite);
+}
+
 // The STREAMRACE_PRECISE value `streamrace run` hands the traced processes.
 TEST(PreciseSelection, SettingsFromTheEnvironment) {
   std::string why;
