@@ -175,8 +175,12 @@ void TraceAnalysis::dispatch(const RecordView& r) {
     case RecordKind::kEventCreate:
       hb_.event_created(r.as<EventCreate>().event);
       return;
-    case RecordKind::kEventDestroy:
+    case RecordKind::kEventDestroy: {
+      const uint64_t event = r.as<EventDestroy>().event;
+      captures_.event_destroyed(event);
+      hb_.event_destroyed(event);
       return;
+    }
     case RecordKind::kEventRecord: {
       auto e = r.as<EventRecord>();
       if (captures_.event_recorded(e.event, e.stream, r)) return;  // a node of a capture
