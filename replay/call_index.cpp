@@ -47,7 +47,10 @@ void CallIndex::record(const RecordView& r) {
       return;
     }
     case RecordKind::kStreamCreate:
-      if (r.body.size() >= sizeof(StreamCreate)) created_streams_.push_back(r.as<StreamCreate>().stream);
+      if (r.body.size() >= sizeof(StreamCreate)) {
+        const StreamCreate c = r.as<StreamCreate>();
+        created_streams_.emplace_back(c.stream, c.call.seq);
+      }
       break;
     case RecordKind::kEventCreate: note_event(r.as<EventCreate>().event); break;
     case RecordKind::kEventRecord: note_event(r.as<EventRecord>().event); break;
@@ -118,7 +121,13 @@ std::optional<uint64_t> CallIndex::stream_of_call(uint64_t seq) const {
 
 bool CallIndex::has_stream(uint64_t handle) const {
   if (is_legacy_stream(handle) || is_per_thread_stream(handle)) return true;
-  return std::binary_search(created_streams_.begin(), created_streams_.end(), handle);
+  auto it = std::lower_bound(created_streams_.begin(), created_streams_.end(), std::make_pair(handle, uint64_t(0)));
+  return it != created_streams_.end() && it->first == handle;
+}
+
+bool CallIndex::created_between(uint64_t handle, uint64_t after, uint64_t before) const {
+  auto it = std::upper_bound(created_streams_.begin(), created_streams_.end(), std::make_pair(handle, after));
+  return it != created_streams_.end() && it->first == handle && it->second < before;
 }
 
 void CallIndex::note_event(uint64_t event) {

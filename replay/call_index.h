@@ -41,6 +41,9 @@ class CallIndex final : public trace::RecordObserver {
   // (kernel launches, copies, memsets, NCCL calls); nothing for other calls or unknown seqs.
   std::optional<uint64_t> stream_of_call(uint64_t seq) const;
   bool has_stream(uint64_t handle) const;
+  // Whether the trace creates `handle` (again) by a call whose seq lies in (after, before):
+  // a stream created anew starts with a fresh clock, so it must wait again.
+  bool created_between(uint64_t handle, uint64_t after, uint64_t before) const;
   uint64_t calls() const { return ncalls_; }
   // "<path>: <warning>" for the reader's warnings, and that seqs are renumbered densely.
   const std::vector<std::string>& warnings() const { return warnings_; }
@@ -78,7 +81,7 @@ class CallIndex final : public trace::RecordObserver {
   uint64_t last_stream_ = 0;
   uint8_t last_code_ = 0;
   std::unordered_map<uint64_t, uint64_t> overflow_;  // seq -> stream
-  std::vector<uint64_t> created_streams_;            // sorted after end()
+  std::vector<std::pair<uint64_t, uint64_t>> created_streams_;  // (handle, seq of the create), sorted after end()
   // Fix events the trace uses: the largest below kFixEventBase + 2^32 (the editor's range,
   // which it continues after), and those above it (no editor makes them; sorted after end()).
   uint64_t last_fix_event_ = 0;

@@ -44,17 +44,77 @@ void TraceEditor::add_edit(const analysis::FixEdit& edit) {
   if (edit.after_seq >= edit.before_seq)
     throw std::invalid_argument(fmt::format("the record after call {} would not come before the wait before call {}",
                                             edit.after_seq, edit.before_seq));
-  uint64_t ev = next_event_;
-  while (index_.fix_event_used(ev)) ++ev;
-  next_event_ = ev + 1;
-  edits_.push_back(Edit{edit, ev});
+  if (edit.before_seq >> (64 - kPairBits))
+    throw std::invalid_argument(fmt::format("call {} is beyond the editor's 2^48 calls", edit.before_seq));
+  // The pairs of one trace are few (its streams' pairs that race): a linear search.
+  uint32_t pair = 0;
+  while (pair < pairs_.size() &&
+         (pairs_[pair].record_stream != edit.record_stream || pairs_[pair].wait_stream != edit.wait_stream))
+    ++pair;
+  if (pair == pairs_.size()) {
+    if (pairs_.size() == (1u << kPairBits))
+      throw std::invalid_argument(fmt::format("more than the editor's {} stream pairs", 1u << kPairBits));
+    uint64_t ev = next_event_;
+    while (index_.fix_event_used(ev)) ++ev;
+    next_event_ = ev + 1;
+    pairs_.push_back(StreamPair{edit.record_stream, edit.wait_stream, ev});
+  }
+  const uint64_t r = pack(edit.after_seq, pair), w = pack(edit.before_seq, pair);
+  if (records_.empty() || records_.back() != r) records_.push_back(r);
+  if (waits_.empty() || waits_.back() != w) waits_.push_back(w);
+  plan_.reset();
+}
+
+const TraceEditor::Plan& TraceEditor::plan() const {
+  if (plan_) return *plan_;
+  auto sorted = [](std::vector<uint64_t> v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    return v;
+  };
+  const std::vector<uint64_t> records = sorted(records_), waits = sorted(waits_);
+  // Walk each pair's insertions in trace order (the wait before call s comes before the record
+  // after it): a record is written when a wait follows it, a wait when a written record
+  // precedes it or its stream was created since its pair's previous wait.
+  constexpr size_t kNone = SIZE_MAX;
+  std::vector<size_t> pending(pairs_.size(), kNone);  // the pair's latest record, not yet seen by a wait
+  std::vector<uint64_t> last_wait(pairs_.size(), 0);
+  std::vector<uint8_t> waited(pairs_.size(), 0);
+  Plan p;
+  size_t i = 0, j = 0;
+  while (j < waits.size()) {
+    if (i < records.size() && seq_of(records[i]) < seq_of(waits[j])) {
+      pending[pair_of(records[i])] = i;
+      ++i;
+      continue;
+    }
+    const uint64_t w = waits[j++];
+    const uint32_t pair = pair_of(w);
+    bool keep = false;
+    if (pending[pair] != kNone) {
+      p.records.push_back(records[pending[pair]]);
+      pending[pair] = kNone;
+      keep = true;
+    } else {
+      // Every wait comes after its own edit's record, so the pair has waited before.
+      keep = !waited[pair] || index_.created_between(pairs_[pair].wait_stream, last_wait[pair], seq_of(w));
+    }
+    if (!keep) continue;
+    p.waits.push_back(w);
+    last_wait[pair] = seq_of(w);
+    waited[pair] = 1;
+  }
+  // Records were appended by wait; in seq order they are sorted by (seq, pair).
+  std::sort(p.records.begin(), p.records.end());
+  plan_ = std::move(p);
+  return *plan_;
 }
 
 uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   TraceHeader h = index_.header();
   uint64_t prior = 0;
   if (auto it = h.extra.find(kEditsKey); it != h.extra.end()) prior = std::strtoull(it->second.c_str(), nullptr, 10);
-  const uint64_t total = prior + edits_.size();
+  const uint64_t total = prior + edits();
   if (auto cut = h.producer.find(kEditedTag); cut != std::string::npos) h.producer.resize(cut);
   h.producer += fmt::format("{}{} fix edits)", kEditedTag, total);
   h.extra[kEditsKey] = std::to_string(total);
@@ -73,6 +133,7 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
 }
 
 uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
+  const Plan& p = plan();
   ChunkBuilder chunk;
   uint64_t written = 0;
   auto maybe_flush = [&]() {
@@ -88,7 +149,7 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
     for (const auto& [t, id] : index_.fix_strings())
       if (t == text) return id;
     const uint32_t id = next_string++;
-    if (!edits_.empty()) {
+    if (!p.waits.empty()) {
       chunk.add_string(id, text);
       ++written;
     }
@@ -97,15 +158,8 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
   const uint32_t api_create = api("cudaEventCreate"), api_record = api("cudaEventRecord"),
                  api_wait = api("cudaStreamWaitEvent");
 
-  // The edits by the call they follow and by the call they precede, those of one call in the
-  // order they were added.
-  std::vector<uint32_t> after(edits_.size()), before(edits_.size());
-  for (uint32_t i = 0; i < edits_.size(); ++i) after[i] = before[i] = i;
-  std::stable_sort(after.begin(), after.end(),
-                   [&](uint32_t x, uint32_t y) { return edits_[x].fix.after_seq < edits_[y].fix.after_seq; });
-  std::stable_sort(before.begin(), before.end(),
-                   [&](uint32_t x, uint32_t y) { return edits_[x].fix.before_seq < edits_[y].fix.before_seq; });
-  size_t next_after = 0, next_before = 0;
+  std::vector<uint8_t> created(pairs_.size(), 0);
+  size_t next_record = 0, next_wait = 0;
   uint64_t seq = 0;
   auto synthetic = [&](const CallInfo& like, uint32_t api_id) {
     CallInfo c = like;
@@ -114,26 +168,30 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
     c.reserved = 0;
     return c;
   };
-  // The record goes after its call's trailing KernelAccess/OpTiming records (they belong to
-  // it): the after-edits of the last call wait in [pending, pending_end) for the first record
-  // that is neither. The chunk is cut where the whole-trace editor cut it: after a record and
-  // the records inserted after it, so a pending insertion defers the cut.
+  // The records go after their call's trailing KernelAccess/OpTiming records (they belong to
+  // it): the records after the last call wait in [pending, pending_end) for the first record
+  // that is neither. The chunk is cut after a record and the records inserted after it, so a
+  // pending insertion defers the cut.
   size_t pending = 0, pending_end = 0;
   CallInfo pending_like{};
   auto insert_pending = [&]() {
     for (; pending < pending_end; ++pending) {
-      const Edit& e = edits_[after[pending]];
-      EventCreate ec{};
-      ec.call = synthetic(pending_like, api_create);
-      ec.event = e.event;
-      ec.flags = 0x2;  // cudaEventDisableTiming
-      chunk.add(ec);
+      const StreamPair& sp = pairs_[pair_of(p.records[pending])];
+      if (!created[pair_of(p.records[pending])]) {
+        created[pair_of(p.records[pending])] = 1;
+        EventCreate ec{};
+        ec.call = synthetic(pending_like, api_create);
+        ec.event = sp.event;
+        ec.flags = 0x2;  // cudaEventDisableTiming
+        chunk.add(ec);
+        ++written;
+      }
       EventRecord er{};
       er.call = synthetic(pending_like, api_record);
-      er.event = e.event;
-      er.stream = e.fix.record_stream;
+      er.event = sp.event;
+      er.stream = sp.record_stream;
       chunk.add(er);
-      written += 2;
+      ++written;
     }
   };
   std::vector<uint8_t> copy;  // a call record with its seq renumbered
@@ -151,12 +209,12 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
     CallInfo like{};
     std::memcpy(&like, r.body.data(), sizeof(like));
     const uint64_t call_seq = like.seq;
-    for (; next_before < before.size() && edits_[before[next_before]].fix.before_seq == call_seq; ++next_before) {
-      const Edit& e = edits_[before[next_before]];
+    for (; next_wait < p.waits.size() && seq_of(p.waits[next_wait]) == call_seq; ++next_wait) {
+      const StreamPair& sp = pairs_[pair_of(p.waits[next_wait])];
       StreamWaitEvent sw{};
       sw.call = synthetic(like, api_wait);
-      sw.stream = e.fix.wait_stream;
-      sw.event = e.event;
+      sw.stream = sp.wait_stream;
+      sw.event = sp.event;
       chunk.add(sw);
       ++written;
     }
@@ -165,17 +223,17 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
     std::memcpy(copy.data(), &s, sizeof(s));
     chunk.add_raw(r.kind, copy.data(), copy.size(), nullptr, 0);
     ++written;
-    pending = next_after;
-    while (next_after < after.size() && edits_[after[next_after]].fix.after_seq == call_seq) ++next_after;
-    pending_end = next_after;
+    pending = next_record;
+    while (next_record < p.records.size() && seq_of(p.records[next_record]) == call_seq) ++next_record;
+    pending_end = next_record;
     pending_like = like;
     if (pending == pending_end) maybe_flush();
   });
   insert_pending();
   maybe_flush();
-  if (next_before != before.size() || next_after != after.size())
+  if (next_wait != p.waits.size() || next_record != p.records.size())
     throw TraceError(fmt::format("{}: the trace no longer holds the calls its index named ({} of {} edits placed)",
-                                 index_.path(), std::min(next_before, next_after), edits_.size()));
+                                 index_.path(), next_wait + next_record, edits()));
   if (!chunk.empty()) w.write_chunk(chunk);
   w.close();
   return written;
@@ -183,63 +241,29 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
 
 namespace {
 
-// The edits one round makes in one trace: every listed racing pair of each targeted finding
-// there (or, the former method, the first occurrence of each finding whose first place is
-// this trace), each pair once.
-struct TraceEdits {
-  // (finding, the edit, whether it is the finding's own fix_edit): a finding whose own edit
-  // does not fit is unfixable, a further pair that does not fit is left to the next round.
-  struct Planned {
-    const analysis::Finding* finding;
-    analysis::FixEdit edit;
-    bool primary;
-  };
-  std::vector<Planned> planned;
-};
-
-void plan_pairs(TraceEdits& te, const TraceEditor& ed, const analysis::Finding& f, const analysis::Occurrence& w) {
+// Queues the edits of every racing pair of `w` (a place of `f` in the editor's trace), then
+// releases the pairs: the editor's insertions are what is kept of them. A pair whose edit does
+// not fit is left to the next round.
+void add_pair_edits(TraceEditor& ed, const analysis::Finding& f, analysis::Occurrence& w) {
   for (const auto& p : w.pairs) {
     auto earlier = ed.stream_of_call(p.earlier_seq), later = ed.stream_of_call(p.later_seq);
-    te.planned.push_back({&f,
-                          analysis::FixEdit{earlier.value_or(f.fix_edit.record_stream), p.earlier_seq,
-                                            later.value_or(f.fix_edit.wait_stream), p.later_seq},
-                          false});
+    try {
+      ed.add_edit(analysis::FixEdit{earlier.value_or(f.fix_edit.record_stream), p.earlier_seq,
+                                    later.value_or(f.fix_edit.wait_stream), p.later_seq});
+    } catch (const std::invalid_argument&) {
+    }
   }
+  std::vector<analysis::RacingPair>().swap(w.pairs);
 }
 
-// Drops a further pair whose edit is already planned, keeping the order (one sort: a trace
-// can hold 10^5 racing pairs). A finding's own edit always stays: it decides whether the
-// finding is fixable.
-void drop_repeated_edits(TraceEdits& te) {
-  auto key = [&](size_t i) {
-    const auto& e = te.planned[i].edit;
-    return std::make_tuple(e.record_stream, e.after_seq, e.wait_stream, e.before_seq, !te.planned[i].primary);
-  };
-  std::vector<size_t> order(te.planned.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
-  std::vector<uint8_t> keep(order.size(), 1);
-  auto same_edit = [&](size_t a, size_t b) {
-    const auto &x = te.planned[a].edit, &y = te.planned[b].edit;
-    return x.record_stream == y.record_stream && x.after_seq == y.after_seq && x.wait_stream == y.wait_stream &&
-           x.before_seq == y.before_seq;
-  };
-  for (size_t i = 1; i < order.size(); ++i)
-    if (!te.planned[order[i]].primary && same_edit(order[i], order[i - 1])) keep[order[i]] = 0;
-  size_t out = 0;
-  for (size_t i = 0; i < te.planned.size(); ++i)
-    if (keep[i]) te.planned[out++] = te.planned[i];
-  te.planned.resize(out);
-}
-
-// Traces edited at once: one per core, as the analyses. An editor holds its edits (about 50
+// Traces edited at once: one per core, as the analyses. An editor holds its insertions (8
 // bytes each), one byte per call and a chunk, not the trace, so editing in parallel costs
 // little memory; outcomes are applied in trace order, so the result does not depend on it.
 size_t edit_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 // What one round did to one trace.
 struct TraceEditOutcome {
-  size_t edits = 0;
+  size_t edits = 0, events = 0, records = 0, waits = 0;
   std::string written;  // the edited trace, when there were edits
   std::vector<std::string> warnings;
   std::vector<std::string> unfixable;  // fingerprints whose own fix does not fit the trace
@@ -248,14 +272,13 @@ struct TraceEditOutcome {
 // `index`: the trace's CallIndex, built while the analysis read it; without one the editor
 // reads the trace for its own.
 TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex>&& index, const std::string& out,
-                                const std::vector<const analysis::Finding*>& findings, bool one_per_round,
+                                const std::vector<analysis::Finding*>& findings, bool one_per_round,
                                 bool first_round) {
   TraceEditOutcome o;
   TraceEditor ed = index ? TraceEditor(std::move(*index)) : TraceEditor(path);
   index.reset();
-  TraceEdits te;
   std::set<const analysis::Finding*> planned;
-  for (const auto* f : findings) {
+  for (analysis::Finding* f : findings) {
     if (!planned.insert(f).second) continue;
     // A host access (--host-accesses) is ordered by a host synchronisation, which is no
     // record/wait edit between streams: said, never attempted.
@@ -268,20 +291,18 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
       }
       continue;
     }
-    if (f->where[0].trace == path) te.planned.push_back({f, f->fix_edit, true});
-    if (one_per_round) continue;
-    for (const auto& w : f->where)
-      if (w.trace == path) plan_pairs(te, ed, *f, w);
-  }
-  drop_repeated_edits(te);
-  for (const auto& p : te.planned) {
-    try {
-      ed.add_edit(p.edit);
-    } catch (const std::invalid_argument& e) {
-      if (!p.primary) continue;
-      o.unfixable.push_back(p.finding->fingerprint);
-      o.warnings.push_back(fmt::format("finding {}: its fix cannot be applied: {}", p.finding->fingerprint, e.what()));
+    // The finding's own edit decides whether it is fixable.
+    if (f->where[0].trace == path) {
+      try {
+        ed.add_edit(f->fix_edit);
+      } catch (const std::invalid_argument& e) {
+        o.unfixable.push_back(f->fingerprint);
+        o.warnings.push_back(fmt::format("finding {}: its fix cannot be applied: {}", f->fingerprint, e.what()));
+      }
     }
+    if (one_per_round) continue;
+    for (auto& w : f->where)
+      if (w.trace == path) add_pair_edits(ed, *f, w);
   }
   if (ed.edits() == 0) return o;
   if (first_round)
@@ -289,6 +310,9 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
   fs::remove(out);
   ed.write(out);
   o.edits = ed.edits();
+  o.events = ed.events();
+  o.records = ed.records();
+  o.waits = ed.waits();
   o.written = out;
   return o;
 }
@@ -315,12 +339,11 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
   res.before = analyze_indexed();
   const std::set<std::string> targets = select_fix_targets(res.before, opts.fingerprints);
   fs::create_directories(opts.out_dir);
-  for (const auto& t : traces) res.traces.push_back(RecordFixResult::PerTrace{t, "", 0, {}});
+  for (const auto& t : traces) res.traces.push_back(RecordFixResult::PerTrace{t, "", 0, 0, 0, 0, {}});
   std::set<std::string> unfixable;
   // The latest analysis of `cur`: the input's until a round has edited something (no copy of
   // its findings, which hold every racing pair).
   std::optional<AnalyzerVerdict> later;
-  auto latest = [&]() -> const AnalyzerVerdict& { return later ? *later : res.before; };
   uint64_t cap = opts.max_rounds;
   if (cap == 0) {
     cap = 1;
@@ -344,8 +367,11 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
   for (uint32_t round = 0;; ++round) {
     // The traces this round edits: where[0]'s trace of every targeted finding (its own
     // fix_edit is the first occurrence there), and every place of it unless one per round.
-    std::map<size_t, std::vector<const analysis::Finding*>> by_trace;
-    for (const auto& f : latest().findings) {
+    // Each editor releases the racing pairs of its trace's places as it queues them (a place
+    // is one trace's, and a trace listed twice is edited once), so `findings` is not const.
+    std::vector<analysis::Finding>& findings = later ? later->findings : res.before.findings;
+    std::map<size_t, std::vector<analysis::Finding*>> by_trace;
+    for (auto& f : findings) {
       if (!targets.count(f.fingerprint) || unfixable.count(f.fingerprint) || f.where.empty()) continue;
       auto t = trace_index(f.where[0].trace);
       if (!t) continue;
@@ -360,7 +386,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       break;
     }
     // The traces are edited in parallel (edit_threads()); outcomes are applied in trace order.
-    std::vector<std::pair<size_t, const std::vector<const analysis::Finding*>*>> work;
+    std::vector<std::pair<size_t, const std::vector<analysis::Finding*>*>> work;
     for (const auto& [t, findings] : by_trace) work.emplace_back(t, &findings);
     std::vector<TraceEditOutcome> outcomes(work.size());
     std::vector<std::exception_ptr> errors(work.size());
@@ -395,6 +421,9 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       if (cur[t] != traces[t] && !opts.keep_rounds) fs::remove(cur[t]);
       cur[t] = o.written;
       res.traces[t].edits += o.edits;
+      res.traces[t].events += o.events;
+      res.traces[t].records += o.records;
+      res.traces[t].waits += o.waits;
       edited = true;
     }
     if (!edited) break;

@@ -2,13 +2,24 @@
 // emitting it again loses what the IR does not model (host threads, host syncs, allocation
 // history, NCCL groups, ...), so re-analysing the emitted trace reports races the recording
 // never had. TraceEditor instead copies every record of the trace byte for byte and only
-// inserts the records of each fix: EventCreate + EventRecord(event, record_stream) right after
-// the call `after_seq`, StreamWaitEvent(wait_stream, event) right before the call `before_seq`.
-// Call seqs are renumbered densely in the new order.
+// inserts the records of the fixes. Call seqs are renumbered densely in the new order.
+//
+// One fix event per stream pair. Every FixEdit (record on S after call a, S's work waited on
+// by T before call b) of one (record stream S, wait stream T) pair shares one event E_ST:
+// EventCreate right before E_ST's first record, EventRecord(E_ST, S) after each earlier call,
+// StreamWaitEvent(T, E_ST) before each later call. This orders every pair: the wait before b
+// sees the latest record of E_ST issued before b, which comes after a and is on S, so it
+// holds a. (It may also order b after a later a' of S recorded before b, as a source-level
+// fix with one event does.) Of those records and waits only the ones that change an ordering
+// are written: a record no wait sees (the next insertion of E_ST is another record) is left
+// out, and so is a wait whose stream already waited on the same record (T's clock already
+// holds it) unless T was created anew in between. Every remaining wait sees the very record
+// it would see with all of them, so the edges the edits add between streams are the same.
+// A trace edited this way holds a handful of fix events, not one per edit.
 //
 // The editor streams: it checks edits against a CallIndex of the trace (one pass, its own or
 // the analysis's) and write() reads the trace once more, record by record, so it holds the
-// edits and one byte per call, never the trace's records.
+// planned insertions (8 bytes each) and one byte per call, never the trace's records.
 #pragma once
 
 #include <cstdint>
@@ -33,10 +44,17 @@ class TraceEditor {
   explicit TraceEditor(CallIndex index);
 
   // Queues one edit; seqs are those of the trace as read. Throws std::invalid_argument when a
-  // seq is not a call of the trace, after_seq does not come before before_seq, or a stream is
-  // neither a legacy or per-thread default stream nor created in the trace.
+  // seq is not a call of the trace, after_seq does not come before before_seq, a stream is
+  // neither a legacy or per-thread default stream nor created in the trace, or the editor's
+  // limits are passed (seqs below 2^48, 65536 stream pairs). An edit already queued, or one
+  // whose record and wait are already queued by others, adds nothing.
   void add_edit(const analysis::FixEdit& edit);
-  size_t edits() const { return edits_.size(); }
+  // The calls the edits insert: records and waits that order something (see above), and
+  // the fix events (one per stream pair).
+  size_t edits() const { return records() + waits(); }
+  size_t records() const { return plan().records.size(); }
+  size_t waits() const { return plan().waits.size(); }
+  size_t events() const { return pairs_.size(); }
 
   // Writes the edited trace to `path` (created exclusively), reading the source trace again
   // (throws trace::TraceError if it no longer reads as it did). Returns the records written.
@@ -49,26 +67,40 @@ class TraceEditor {
   std::optional<uint64_t> stream_of_call(uint64_t seq) const { return index_.stream_of_call(seq); }
   const std::vector<std::string>& warnings() const { return index_.warnings(); }
   uint64_t calls() const { return index_.calls(); }
-  // The event handle the next edit will use.
+  // The event handle the next stream pair will use.
   uint64_t next_event() const { return next_event_; }
 
  private:
-  struct Edit {
-    analysis::FixEdit fix;
-    uint64_t event;
+  // A (record stream, wait stream) pair and its fix event.
+  struct StreamPair {
+    uint64_t record_stream, wait_stream, event;
   };
+  // An insertion point, packed: seq << 16 | stream pair; sorted, that is by seq, then pair.
+  static constexpr int kPairBits = 16;
+  static uint64_t pack(uint64_t seq, uint32_t pair) { return seq << kPairBits | pair; }
+  static uint64_t seq_of(uint64_t packed) { return packed >> kPairBits; }
+  static uint32_t pair_of(uint64_t packed) { return uint32_t(packed & ((1u << kPairBits) - 1)); }
+  // The insertions write() makes: records after calls, waits before calls (packed, sorted).
+  struct Plan {
+    std::vector<uint64_t> records, waits;
+  };
+  const Plan& plan() const;
   // Copies the source's records to `w` with the edits inserted; returns the records written.
   uint64_t write_records(trace::CallStream& source, trace::TraceWriter& w) const;
 
   CallIndex index_;
-  std::vector<Edit> edits_;
+  std::vector<StreamPair> pairs_;
+  // Every record and wait the edits ask for (packed; consecutive repeats left out).
+  std::vector<uint64_t> records_, waits_;
+  mutable std::optional<Plan> plan_;  // made from records_ and waits_ on first use
   uint64_t next_event_ = kFixEventBase;
 };
 
 // Applying fixes at the record level to a set of traces analysed together. A round edits the
 // traces and analyses them again. By default a round edits every occurrence of every
 // targeted finding (every racing call pair the analysis kept, which analyze_traces keeps all
-// of: an event recorded after the earlier call, waited on before the later one), so
+// of: the stream pair's event recorded after the earlier call, waited on before the later
+// one; each round's edits use new events), so
 // one round usually removes them all and a second one only takes what the first uncovered:
 // the input is analysed once, the edited traces once per round.
 struct RecordFixOptions {
@@ -90,7 +122,8 @@ struct RecordFixResult {
   struct PerTrace {
     std::string source;
     std::string edited;
-    size_t edits = 0;
+    size_t edits = 0;  // records + waits inserted, over all rounds
+    size_t events = 0, records = 0, waits = 0;
     std::vector<std::string> warnings;
   };
   std::vector<PerTrace> traces;
@@ -105,9 +138,16 @@ struct RecordFixResult {
     for (const auto& t : traces) n += t.edits;
     return n;
   }
+  size_t total_events() const {
+    size_t n = 0;
+    for (const auto& t : traces) n += t.events;
+    return n;
+  }
   bool fixed() const { return verdict.fixed() && !hit_round_cap; }
 };
 
+// The racing pairs of the findings in `before` are released (Occurrence::pairs emptied) as
+// they are turned into edits: they are the largest part of the input's analysis.
 // Throws std::invalid_argument when a requested fingerprint is not among the input's
 // findings or an edit does not fit its trace, trace::TraceError for unreadable traces.
 RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const RecordFixOptions& opts);
