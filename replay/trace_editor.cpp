@@ -47,67 +47,51 @@ void TraceEditor::add_edit(const analysis::FixEdit& edit) {
   if (edit.before_seq >> (64 - kPairBits))
     throw std::invalid_argument(fmt::format("call {} is beyond the editor's 2^48 calls", edit.before_seq));
   // The pairs of one trace are few (its streams' pairs that race): a linear search.
-  uint32_t pair = 0;
-  while (pair < pairs_.size() &&
-         (pairs_[pair].record_stream != edit.record_stream || pairs_[pair].wait_stream != edit.wait_stream))
-    ++pair;
+  uint32_t pair = last_pair_;
+  auto is = [&](uint32_t i) {
+    return pairs_[i].record_stream == edit.record_stream && pairs_[i].wait_stream == edit.wait_stream;
+  };
+  if (pair >= pairs_.size() || !is(pair))
+    for (pair = 0; pair < pairs_.size() && !is(pair);) ++pair;
   if (pair == pairs_.size()) {
     if (pairs_.size() == (1u << kPairBits))
       throw std::invalid_argument(fmt::format("more than the editor's {} stream pairs", 1u << kPairBits));
     uint64_t ev = next_event_;
     while (index_.fix_event_used(ev)) ++ev;
     next_event_ = ev + 1;
-    pairs_.push_back(StreamPair{edit.record_stream, edit.wait_stream, ev});
+    pairs_.push_back(StreamPair{edit.record_stream, edit.wait_stream, ev, {}, {}});
   }
-  const uint64_t r = pack(edit.after_seq, pair), w = pack(edit.before_seq, pair);
-  if (records_.empty() || records_.back() != r) records_.push_back(r);
-  if (waits_.empty() || waits_.back() != w) waits_.push_back(w);
-  plan_.reset();
-}
-
-const TraceEditor::Plan& TraceEditor::plan() const {
-  if (plan_) return *plan_;
-  auto sorted = [](std::vector<uint64_t> v) {
-    std::sort(v.begin(), v.end());
-    v.erase(std::unique(v.begin(), v.end()), v.end());
-    return v;
-  };
-  const std::vector<uint64_t> records = sorted(records_), waits = sorted(waits_);
-  // Walk each pair's insertions in trace order (the wait before call s comes before the record
-  // after it): a record is written when a wait follows it, a wait when a written record
-  // precedes it or its stream was created since its pair's previous wait.
-  constexpr size_t kNone = SIZE_MAX;
-  std::vector<size_t> pending(pairs_.size(), kNone);  // the pair's latest record, not yet seen by a wait
-  std::vector<uint64_t> last_wait(pairs_.size(), 0);
-  std::vector<uint8_t> waited(pairs_.size(), 0);
-  Plan p;
-  size_t i = 0, j = 0;
-  while (j < waits.size()) {
-    if (i < records.size() && seq_of(records[i]) < seq_of(waits[j])) {
-      pending[pair_of(records[i])] = i;
-      ++i;
-      continue;
+  last_pair_ = pair;
+  StreamPair& sp = pairs_[pair];
+  const uint64_t a = edit.after_seq, b = edit.before_seq;
+  // The latest record before b (after a call below b); one right after a if it comes before a.
+  auto r_at = std::lower_bound(sp.after.begin(), sp.after.end(), b);
+  uint64_t r;
+  if (r_at == sp.after.begin() || *std::prev(r_at) < a) {
+    // The record before it (after a call below a) is seen by no wait once this one is in,
+    // unless a wait lies between them: it is then left out.
+    if (r_at != sp.after.begin()) {
+      const uint64_t prev = *std::prev(r_at);
+      auto w = std::upper_bound(sp.before.begin(), sp.before.end(), prev);
+      if (w == sp.before.end() || *w > a) {
+        r_at = sp.after.erase(std::prev(r_at));
+        --records_;
+      }
     }
-    const uint64_t w = waits[j++];
-    const uint32_t pair = pair_of(w);
-    bool keep = false;
-    if (pending[pair] != kNone) {
-      p.records.push_back(records[pending[pair]]);
-      pending[pair] = kNone;
-      keep = true;
-    } else {
-      // Every wait comes after its own edit's record, so the pair has waited before.
-      keep = !waited[pair] || index_.created_between(pairs_[pair].wait_stream, last_wait[pair], seq_of(w));
-    }
-    if (!keep) continue;
-    p.waits.push_back(w);
-    last_wait[pair] = seq_of(w);
-    waited[pair] = 1;
+    sp.after.insert(r_at, a);
+    r = a;
+    ++records_;
+  } else {
+    r = *std::prev(r_at);
   }
-  // Records were appended by wait; in seq order they are sorted by (seq, pair).
-  std::sort(p.records.begin(), p.records.end());
-  plan_ = std::move(p);
-  return *plan_;
+  // The latest wait at or before b sees r if it comes after it, on the same stream T.
+  auto w_at = std::upper_bound(sp.before.begin(), sp.before.end(), b);
+  if (w_at != sp.before.begin()) {
+    const uint64_t w = *std::prev(w_at);
+    if (w > r && !index_.created_between(sp.wait_stream, w, b)) return;
+  }
+  sp.before.insert(w_at, b);
+  ++waits_;
 }
 
 uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
@@ -133,7 +117,18 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
 }
 
 uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
-  const Plan& p = plan();
+  // Every pair's insertions, in trace order.
+  struct {
+    std::vector<uint64_t> records, waits;
+  } p;
+  p.records.reserve(records_);
+  p.waits.reserve(waits_);
+  for (uint32_t i = 0; i < pairs_.size(); ++i) {
+    for (uint64_t seq : pairs_[i].after) p.records.push_back(pack(seq, i));
+    for (uint64_t seq : pairs_[i].before) p.waits.push_back(pack(seq, i));
+  }
+  std::sort(p.records.begin(), p.records.end());
+  std::sort(p.waits.begin(), p.waits.end());
   ChunkBuilder chunk;
   uint64_t written = 0;
   auto maybe_flush = [&]() {
@@ -149,7 +144,7 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
     for (const auto& [t, id] : index_.fix_strings())
       if (t == text) return id;
     const uint32_t id = next_string++;
-    if (!p.waits.empty()) {
+    if (edits() != 0) {
       chunk.add_string(id, text);
       ++written;
     }
@@ -241,21 +236,6 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
 
 namespace {
 
-// Queues the edits of every racing pair of `w` (a place of `f` in the editor's trace), then
-// releases the pairs: the editor's insertions are what is kept of them. A pair whose edit does
-// not fit is left to the next round.
-void add_pair_edits(TraceEditor& ed, const analysis::Finding& f, analysis::Occurrence& w) {
-  for (const auto& p : w.pairs) {
-    auto earlier = ed.stream_of_call(p.earlier_seq), later = ed.stream_of_call(p.later_seq);
-    try {
-      ed.add_edit(analysis::FixEdit{earlier.value_or(f.fix_edit.record_stream), p.earlier_seq,
-                                    later.value_or(f.fix_edit.wait_stream), p.later_seq});
-    } catch (const std::invalid_argument&) {
-    }
-  }
-  std::vector<analysis::RacingPair>().swap(w.pairs);
-}
-
 // Traces edited at once: one per core, as the analyses. An editor holds its insertions (8
 // bytes each), one byte per call and a chunk, not the trace, so editing in parallel costs
 // little memory; outcomes are applied in trace order, so the result does not depend on it.
@@ -277,6 +257,17 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
   TraceEditOutcome o;
   TraceEditor ed = index ? TraceEditor(std::move(*index)) : TraceEditor(path);
   index.reset();
+  // The edits, merged in order of the later call (the order the analysis found the pairs in,
+  // which lets the editor reuse the records and waits of earlier edits): each targeted
+  // finding's own fix_edit (it decides whether the finding is fixable) and every racing pair of
+  // its places in this trace, whose pairs are released as they are used up.
+  struct Source {
+    analysis::Finding* f;
+    analysis::Occurrence* w;  // null: f's own fix_edit
+    size_t next = 0;
+    uint64_t before() const { return w ? w->pairs[next].later_seq : f->fix_edit.before_seq; }
+  };
+  std::vector<Source> sources;
   std::set<const analysis::Finding*> planned;
   for (analysis::Finding* f : findings) {
     if (!planned.insert(f).second) continue;
@@ -291,18 +282,45 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
       }
       continue;
     }
-    // The finding's own edit decides whether it is fixable.
-    if (f->where[0].trace == path) {
-      try {
-        ed.add_edit(f->fix_edit);
-      } catch (const std::invalid_argument& e) {
-        o.unfixable.push_back(f->fingerprint);
-        o.warnings.push_back(fmt::format("finding {}: its fix cannot be applied: {}", f->fingerprint, e.what()));
-      }
-    }
+    if (f->where[0].trace == path) sources.push_back(Source{f, nullptr});
     if (one_per_round) continue;
     for (auto& w : f->where)
-      if (w.trace == path) add_pair_edits(ed, *f, w);
+      if (w.trace == path && !w.pairs.empty()) sources.push_back(Source{f, &w});
+  }
+  // A min-heap of sources by their next edit's later call, then by source (a stable order).
+  auto later = [&](size_t x, size_t y) {
+    return std::make_pair(sources[x].before(), x) > std::make_pair(sources[y].before(), y);
+  };
+  std::vector<size_t> heap(sources.size());
+  for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
+  std::make_heap(heap.begin(), heap.end(), later);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Source& src = sources[heap.back()];
+    if (!src.w) {
+      heap.pop_back();
+      try {
+        ed.add_edit(src.f->fix_edit);
+      } catch (const std::invalid_argument& e) {
+        o.unfixable.push_back(src.f->fingerprint);
+        o.warnings.push_back(fmt::format("finding {}: its fix cannot be applied: {}", src.f->fingerprint, e.what()));
+      }
+      continue;
+    }
+    const analysis::RacingPair pr = src.w->pairs[src.next];
+    auto earlier = ed.stream_of_call(pr.earlier_seq), later_stream = ed.stream_of_call(pr.later_seq);
+    try {
+      ed.add_edit(analysis::FixEdit{earlier.value_or(src.f->fix_edit.record_stream), pr.earlier_seq,
+                                    later_stream.value_or(src.f->fix_edit.wait_stream), pr.later_seq});
+    } catch (const std::invalid_argument&) {
+      // A further pair that does not fit is left to the next round.
+    }
+    if (++src.next < src.w->pairs.size()) {
+      std::push_heap(heap.begin(), heap.end(), later);
+    } else {
+      heap.pop_back();
+      std::vector<analysis::RacingPair>().swap(src.w->pairs);  // used up: the editor holds what is kept of them
+    }
   }
   if (ed.edits() == 0) return o;
   if (first_round)

@@ -4,22 +4,28 @@
 // never had. TraceEditor instead copies every record of the trace byte for byte and only
 // inserts the records of the fixes. Call seqs are renumbered densely in the new order.
 //
-// One fix event per stream pair. Every FixEdit (record on S after call a, S's work waited on
-// by T before call b) of one (record stream S, wait stream T) pair shares one event E_ST:
-// EventCreate right before E_ST's first record, EventRecord(E_ST, S) after each earlier call,
-// StreamWaitEvent(T, E_ST) before each later call. This orders every pair: the wait before b
-// sees the latest record of E_ST issued before b, which comes after a and is on S, so it
-// holds a. (It may also order b after a later a' of S recorded before b, as a source-level
-// fix with one event does.) Of those records and waits only the ones that change an ordering
-// are written: a record no wait sees (the next insertion of E_ST is another record) is left
-// out, and so is a wait whose stream already waited on the same record (T's clock already
-// holds it) unless T was created anew in between. Every remaining wait sees the very record
-// it would see with all of them, so the edges the edits add between streams are the same.
-// A trace edited this way holds a handful of fix events, not one per edit.
+// One fix event per stream pair. Every FixEdit (order call a on stream S before call b on
+// stream T) of one (S, T) pair shares one event E_ST: EventCreate right before its first
+// record, EventRecord(E_ST, S) right after earlier calls, StreamWaitEvent(T, E_ST) right
+// before later calls. A wait before b sees the latest record of E_ST issued before b; that
+// record is on S, so it holds every call of S before it. An edit (a, b) therefore needs
+//   - a record after a call of S at or after a, before b, to be the latest before b: if the
+//     latest record before b is after a call before a, a record goes right after a;
+//   - a wait of T before b that sees that record: if T's latest wait before b comes before
+//     that record (or T was created anew since), a wait goes right before b.
+// Otherwise the edit is already ordered by the insertions of earlier edits and adds nothing.
+// Adding a record never undoes an earlier edit (a wait then sees a later record of S, which
+// holds more), so every edit stays ordered; the record it follows is dropped when no wait lies
+// between the two (no wait would see it any more). Edits given in order of the later call (as
+// edit_one_trace gives them: racing pairs come in that order) place a record only after an
+// earlier call no earlier record covers and a wait only before a later call no earlier wait
+// covers; each may also order a later call b after a later call a' of S recorded before b,
+// as a source-level fix with one event does. A trace edited this way holds a handful of fix
+// events, not one per edit, and the editor keeps only the insertions it will write.
 //
 // The editor streams: it checks edits against a CallIndex of the trace (one pass, its own or
 // the analysis's) and write() reads the trace once more, record by record, so it holds the
-// planned insertions (8 bytes each) and one byte per call, never the trace's records.
+// insertions (8 bytes each) and one byte per call, never the trace's records.
 #pragma once
 
 #include <cstdint>
@@ -46,14 +52,13 @@ class TraceEditor {
   // Queues one edit; seqs are those of the trace as read. Throws std::invalid_argument when a
   // seq is not a call of the trace, after_seq does not come before before_seq, a stream is
   // neither a legacy or per-thread default stream nor created in the trace, or the editor's
-  // limits are passed (seqs below 2^48, 65536 stream pairs). An edit already queued, or one
-  // whose record and wait are already queued by others, adds nothing.
+  // limits are passed (seqs below 2^48, 65536 stream pairs). An edit that the insertions
+  // queued so far already order adds nothing (see above).
   void add_edit(const analysis::FixEdit& edit);
-  // The calls the edits insert: records and waits that order something (see above), and
-  // the fix events (one per stream pair).
-  size_t edits() const { return records() + waits(); }
-  size_t records() const { return plan().records.size(); }
-  size_t waits() const { return plan().waits.size(); }
+  // The calls the edits insert: records and waits, and the fix events (one per stream pair).
+  size_t edits() const { return records_ + waits_; }
+  size_t records() const { return records_; }
+  size_t waits() const { return waits_; }
   size_t events() const { return pairs_.size(); }
 
   // Writes the edited trace to `path` (created exclusively), reading the source trace again
@@ -71,28 +76,24 @@ class TraceEditor {
   uint64_t next_event() const { return next_event_; }
 
  private:
-  // A (record stream, wait stream) pair and its fix event.
+  // A (record stream, wait stream) pair, its fix event and where it is recorded and waited on:
+  // the seqs of the calls the records follow and the waits precede, each sorted.
   struct StreamPair {
     uint64_t record_stream, wait_stream, event;
+    std::vector<uint64_t> after, before;
   };
-  // An insertion point, packed: seq << 16 | stream pair; sorted, that is by seq, then pair.
+  // Insertion points of all pairs, packed for write(): seq << 16 | pair, sorted by seq, then pair.
   static constexpr int kPairBits = 16;
   static uint64_t pack(uint64_t seq, uint32_t pair) { return seq << kPairBits | pair; }
   static uint64_t seq_of(uint64_t packed) { return packed >> kPairBits; }
   static uint32_t pair_of(uint64_t packed) { return uint32_t(packed & ((1u << kPairBits) - 1)); }
-  // The insertions write() makes: records after calls, waits before calls (packed, sorted).
-  struct Plan {
-    std::vector<uint64_t> records, waits;
-  };
-  const Plan& plan() const;
   // Copies the source's records to `w` with the edits inserted; returns the records written.
   uint64_t write_records(trace::CallStream& source, trace::TraceWriter& w) const;
 
   CallIndex index_;
   std::vector<StreamPair> pairs_;
-  // Every record and wait the edits ask for (packed; consecutive repeats left out).
-  std::vector<uint64_t> records_, waits_;
-  mutable std::optional<Plan> plan_;  // made from records_ and waits_ on first use
+  uint32_t last_pair_ = 0;  // the pair of the last edit (edits of one pair come in runs)
+  size_t records_ = 0, waits_ = 0;
   uint64_t next_event_ = kFixEventBase;
 };
 
