@@ -1087,9 +1087,14 @@ Access TraceAnalysis::make_access(const AccessEpoch& e, uint64_t stream, const s
   return a;
 }
 
-std::vector<Finding> TraceAnalysis::findings() const {
+std::vector<Finding> TraceAnalysis::findings() const { return make_findings(nullptr); }
+
+std::vector<Finding> TraceAnalysis::take_findings() { return make_findings(&pending_); }
+
+std::vector<Finding> TraceAnalysis::make_findings(std::vector<PendingFinding>* take) const {
   std::vector<Finding> out;
-  for (const PendingFinding& pf : pending_) {
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    const PendingFinding& pf = pending_[i];
     Finding f;
     f.kind = pf.kind;
     f.confidence = pf.confidence;
@@ -1125,7 +1130,9 @@ std::vector<Finding> TraceAnalysis::findings() const {
     f.fingerprint = fingerprint_of(f);
     f.occurrences = pf.count;
     f.ranks = {summary_.rank};
-    f.where.push_back(Occurrence{path_, summary_.rank, pf.count, pf.first_seq, pf.last_seq, pf.pairs});
+    RacingPairs pairs = take ? std::move((*take)[i].pairs) : pf.pairs;
+    pairs.shrink_to_fit();
+    f.where.push_back(Occurrence{path_, summary_.rank, pf.count, pf.first_seq, pf.last_seq, std::move(pairs)});
     out.push_back(std::move(f));
   }
   return out;

@@ -264,8 +264,8 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
   struct Source {
     analysis::Finding* f;
     analysis::Occurrence* w;  // null: f's own fix_edit
-    size_t next = 0;
-    uint64_t before() const { return w ? w->pairs[next].later_seq : f->fix_edit.before_seq; }
+    analysis::RacingPairs::const_iterator next{};
+    uint64_t before() const { return w ? next->later_seq : f->fix_edit.before_seq; }
   };
   std::vector<Source> sources;
   std::set<const analysis::Finding*> planned;
@@ -285,7 +285,7 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
     if (f->where[0].trace == path) sources.push_back(Source{f, nullptr});
     if (one_per_round) continue;
     for (auto& w : f->where)
-      if (w.trace == path && !w.pairs.empty()) sources.push_back(Source{f, &w});
+      if (w.trace == path && !w.pairs.empty()) sources.push_back(Source{f, &w, w.pairs.begin()});
   }
   // A min-heap of sources by their next edit's later call, then by source (a stable order).
   auto later = [&](size_t x, size_t y) {
@@ -307,7 +307,7 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
       }
       continue;
     }
-    const analysis::RacingPair pr = src.w->pairs[src.next];
+    const analysis::RacingPair pr = *src.next;
     auto earlier = ed.stream_of_call(pr.earlier_seq), later_stream = ed.stream_of_call(pr.later_seq);
     try {
       ed.add_edit(analysis::FixEdit{earlier.value_or(src.f->fix_edit.record_stream), pr.earlier_seq,
@@ -315,11 +315,11 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
     } catch (const std::invalid_argument&) {
       // A further pair that does not fit is left to the next round.
     }
-    if (++src.next < src.w->pairs.size()) {
+    if (++src.next != src.w->pairs.end()) {
       std::push_heap(heap.begin(), heap.end(), later);
     } else {
       heap.pop_back();
-      std::vector<analysis::RacingPair>().swap(src.w->pairs);  // used up: the editor holds what is kept of them
+      src.w->pairs.clear();  // used up: the editor holds what is kept of them
     }
   }
   if (ed.edits() == 0) return o;
