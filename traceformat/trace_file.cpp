@@ -257,18 +257,31 @@ void TraceWriter::write_header(const TraceHeader& h) {
   write_all(&crc, sizeof(crc));
 }
 
+void ZstdContextFree::operator()(ZSTD_CCtx_s* c) const { ZSTD_freeCCtx(c); }
+void ZstdContextFree::operator()(ZSTD_DCtx_s* d) const { ZSTD_freeDCtx(d); }
+
 void TraceWriter::write_framed(uint32_t flags, std::span<const uint8_t> raw, uint32_t records) {
   std::span<const uint8_t> stored = raw;
   if (opts_.compress && !raw.empty()) {
-    scratch_.resize(ZSTD_compressBound(raw.size()));
-    size_t n = ZSTD_compress(scratch_.data(), scratch_.size(), raw.data(), raw.size(), opts_.zstd_level);
+    if (!cctx_) cctx_.reset(ZSTD_createCCtx());
+    scratch_.resize(sizeof(ChunkHeader) + ZSTD_compressBound(raw.size()));
+    uint8_t* dst = scratch_.data() + sizeof(ChunkHeader);
+    const size_t cap = scratch_.size() - sizeof(ChunkHeader);
+    size_t n = cctx_ ? ZSTD_compressCCtx(cctx_.get(), dst, cap, raw.data(), raw.size(), opts_.zstd_level)
+                     : ZSTD_compress(dst, cap, raw.data(), raw.size(), opts_.zstd_level);
     if (!ZSTD_isError(n) && n < raw.size()) {
-      stored = std::span<const uint8_t>(scratch_.data(), n);
+      stored = std::span<const uint8_t>(dst, n);
       flags |= kChunkZstd;
     }
   }
   ChunkHeader h{kChunkMagic, flags, uint32_t(stored.size()), uint32_t(raw.size()), records, 0};
   h.crc = chunk_crc(h, stored.data());
+  if (flags & kChunkZstd) {
+    // The header goes into the room before the compressed bytes: one write, no copy.
+    std::memcpy(scratch_.data(), &h, sizeof(h));
+    write_all(scratch_.data(), sizeof(h) + stored.size());
+    return;
+  }
   // One write per chunk keeps a concurrent kill from leaving a header without its payload
   // more often than necessary; the reader copes with that case anyway.
   std::vector<uint8_t> out(sizeof(h) + stored.size());
@@ -436,7 +449,9 @@ bool TraceReader::next_chunk(const std::function<void(const RecordView&)>& fn) {
   const std::vector<uint8_t>* raw = &stored_;
   if (h.flags & kChunkZstd) {
     raw_.resize(h.raw_size);
-    size_t n = ZSTD_decompress(raw_.data(), raw_.size(), stored_.data(), stored_.size());
+    if (!dctx_) dctx_.reset(ZSTD_createDCtx());
+    size_t n = dctx_ ? ZSTD_decompressDCtx(dctx_.get(), raw_.data(), raw_.size(), stored_.data(), stored_.size())
+                     : ZSTD_decompress(raw_.data(), raw_.size(), stored_.data(), stored_.size());
     if (ZSTD_isError(n) || n != h.raw_size)
       fail(chunk_at, std::string("cannot decompress chunk: ") +
                          (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch"));
