@@ -82,8 +82,8 @@ void CallIndex::record(const RecordView& r) {
       break;
   }
   // CallStream hands calls out in increasing seq order (repeats are left out).
-  if (runs_.empty() || seq != last_seq_ + 1) runs_.push_back(Run{seq, codes_.size()});
-  codes_.push_back(code);
+  if (runs_.empty() || seq != last_seq_ + 1) runs_.push_back(Run{seq, ncodes_});
+  push_code(code);
   last_seq_ = seq;
   ++ncalls_;
 }
@@ -95,7 +95,6 @@ void CallIndex::end(const CallStream& stream) {
   std::sort(created_streams_.begin(), created_streams_.end());
   std::sort(high_events_.begin(), high_events_.end());
   high_events_.erase(std::unique(high_events_.begin(), high_events_.end()), high_events_.end());
-  codes_.shrink_to_fit();
   runs_.shrink_to_fit();
 }
 
@@ -103,7 +102,7 @@ std::optional<size_t> CallIndex::code_index(uint64_t seq) const {
   auto it = std::upper_bound(runs_.begin(), runs_.end(), seq, [](uint64_t s, const Run& r) { return s < r.first_seq; });
   if (it == runs_.begin()) return std::nullopt;
   const Run& run = *std::prev(it);
-  const size_t end = it == runs_.end() ? codes_.size() : it->first_code;
+  const size_t end = it == runs_.end() ? ncodes_ : it->first_code;
   if (seq - run.first_seq >= end - run.first_code) return std::nullopt;
   return run.first_code + size_t(seq - run.first_seq);
 }
@@ -113,7 +112,7 @@ bool CallIndex::is_call(uint64_t seq) const { return code_index(seq).has_value()
 std::optional<uint64_t> CallIndex::stream_of_call(uint64_t seq) const {
   auto at = code_index(seq);
   if (!at) return std::nullopt;
-  const uint8_t code = codes_[*at];
+  const uint8_t code = code_at(*at);
   if (code == 0) return std::nullopt;
   if (code == kOverflow) return overflow_.at(seq);
   return stream_table_[code - 1];
