@@ -2,17 +2,14 @@
 #include "replay/trace_editor.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstring>
-#include <exception>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <stdexcept>
-#include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -236,11 +233,6 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
 
 namespace {
 
-// Traces edited at once: one per core, as the analyses. An editor holds its insertions (8
-// bytes each), one byte per call and a chunk, not the trace, so editing in parallel costs
-// little memory; outcomes are applied in trace order, so the result does not depend on it.
-size_t edit_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
-
 // What one round did to one trace.
 struct TraceEditOutcome {
   size_t edits = 0, events = 0, records = 0, waits = 0;
@@ -340,8 +332,10 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
 RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const RecordFixOptions& opts) {
   RecordFixResult res;
   std::vector<std::string> cur = traces;
-  // Each analysis also indexes the calls of the traces it reads (one decode for both), for the
-  // round that edits them. A path listed twice is indexed once; its second editor reads it.
+  // The input's analysis also indexes the calls of the traces it reads (one decode for both),
+  // for the round that edits them. A path listed twice is indexed once; its second editor
+  // reads it. The analyses of edited traces index nothing: most runs need no further round,
+  // and one that does has its editors read their traces themselves.
   std::vector<std::optional<CallIndex>> indexes(traces.size());
   std::mutex index_mu;
   auto observe = [&](const std::string& path) -> trace::RecordObserver* {
@@ -350,11 +344,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       if (cur[t] == path && !indexes[t]) return &indexes[t].emplace(path);
     return nullptr;
   };
-  auto analyze_indexed = [&]() {
-    for (auto& i : indexes) i.reset();
-    return analyze_traces(cur, observe);
-  };
-  res.before = analyze_indexed();
+  res.before = analyze_traces(cur, observe);
   const std::set<std::string> targets = select_fix_targets(res.before, opts.fingerprints);
   fs::create_directories(opts.out_dir);
   for (const auto& t : traces) res.traces.push_back(RecordFixResult::PerTrace{t, "", 0, 0, 0, 0, {}});
@@ -403,34 +393,23 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       res.hit_round_cap = true;
       break;
     }
-    // The traces are edited in parallel (edit_threads()); outcomes are applied in trace order.
+    // The traces are edited one after another: an editor holds a chunk of the trace it reads
+    // and one of the trace it writes with their zstd contexts (about 4 MB), more than the
+    // rest of a large run; editing is a small part of the time (one decode and one encode).
     std::vector<std::pair<size_t, const std::vector<analysis::Finding*>*>> work;
     for (const auto& [t, findings] : by_trace) work.emplace_back(t, &findings);
     std::vector<TraceEditOutcome> outcomes(work.size());
-    std::vector<std::exception_ptr> errors(work.size());
-    std::atomic<size_t> next{0};
-    auto worker = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < work.size();) {
-        const size_t t = work[i].first;
-        try {
-          const std::string out =
-              (fs::path(opts.out_dir) / fmt::format("{}.round{}.srace", fs::path(traces[t]).stem().string(), round + 1))
-                  .string();
-          outcomes[i] = edit_one_trace(cur[t], std::move(indexes[t]), out, *work[i].second,
-                                       opts.one_occurrence_per_round, round == 0);
-        } catch (...) {
-          errors[i] = std::current_exception();
-        }
-      }
-    };
-    const size_t threads = std::min<size_t>(work.size(), edit_threads());
-    std::vector<std::thread> pool;
-    for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
-    worker();
-    for (auto& th : pool) th.join();
+    for (size_t i = 0; i < work.size(); ++i) {
+      const size_t t = work[i].first;
+      const std::string out =
+          (fs::path(opts.out_dir) / fmt::format("{}.round{}.srace", fs::path(traces[t]).stem().string(), round + 1))
+              .string();
+      outcomes[i] = edit_one_trace(cur[t], std::move(indexes[t]), out, *work[i].second, opts.one_occurrence_per_round,
+                                   round == 0);
+      indexes[t].reset();
+    }
     bool edited = false;
     for (size_t i = 0; i < work.size(); ++i) {
-      if (errors[i]) std::rethrow_exception(errors[i]);
       const size_t t = work[i].first;
       auto& o = outcomes[i];
       for (auto& fp : o.unfixable) unfixable.insert(std::move(fp));
@@ -446,8 +425,9 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
     }
     if (!edited) break;
     ++res.rounds;
+    for (auto& i : indexes) i.reset();
     later.reset();
-    later = analyze_indexed();
+    later = analyze_traces(cur);
     if (opts.progress) opts.progress(res.rounds, occurrences_left(*later), total_occurrences);
   }
   // `v` is the analysis of `cur`: the final traces are `cur` under their final names, so it is
