@@ -36,6 +36,18 @@ uint8_t CallIndex::stream_code(uint64_t seq, uint64_t stream) {
 }
 
 void CallIndex::record(const RecordView& r) {
+  if (keep_limit_ && !kept_dropped_) {
+    if (kept_.size() + 4 + r.body.size() > keep_limit_ || r.body.size() > 0xFFFF) {
+      std::vector<uint8_t>().swap(kept_);
+      kept_dropped_ = true;
+    } else {
+      const uint16_t head[2] = {uint16_t(r.kind), uint16_t(r.body.size())};
+      const size_t at = kept_.size();
+      kept_.resize(at + sizeof(head) + r.body.size());
+      std::memcpy(kept_.data() + at, head, sizeof(head));
+      if (!r.body.empty()) std::memcpy(kept_.data() + at + sizeof(head), r.body.data(), r.body.size());
+    }
+  }
   switch (r.kind) {
     case RecordKind::kStringDef: {
       auto h = r.as<StringDefHead>();
@@ -96,6 +108,16 @@ void CallIndex::end(const CallStream& stream) {
   std::sort(high_events_.begin(), high_events_.end());
   high_events_.erase(std::unique(high_events_.begin(), high_events_.end()), high_events_.end());
   runs_.shrink_to_fit();
+}
+
+void CallIndex::for_each_record(const std::function<void(const RecordView&)>& fn) const {
+  for (size_t at = 0; at < kept_.size();) {
+    uint16_t head[2];
+    std::memcpy(head, kept_.data() + at, sizeof(head));
+    at += sizeof(head);
+    fn(RecordView{RecordKind(head[0]), std::span<const uint8_t>(kept_.data() + at, head[1])});
+    at += head[1];
+  }
 }
 
 std::optional<size_t> CallIndex::code_index(uint64_t seq) const {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -57,6 +58,15 @@ class CallIndex final : public trace::RecordObserver {
   // Strings defined with kFixApiPrefix (an earlier round's API names), with their ids.
   const std::vector<std::pair<std::string, uint32_t>>& fix_strings() const { return fix_strings_; }
 
+  // Also keep the records themselves as read, up to `max_bytes` of them (a copy of the whole
+  // ordered record stream; given up, and freed, past that): on a small trace the editor then
+  // writes from them instead of decoding and ordering the trace once more. Call before the
+  // first record().
+  void keep_records(size_t max_bytes) { keep_limit_ = max_bytes; }
+  bool has_records() const { return keep_limit_ != 0 && !kept_dropped_; }
+  // Hands every kept record to fn, in the order they were read (has_records() only).
+  void for_each_record(const std::function<void(const trace::RecordView&)>& fn) const;
+
  private:
   // Per call one code: 0 = no stream, 1..kTableCodes = stream_table_[code - 1], kOverflow =
   // in overflow_ (a trace with more distinct accessing streams than the table holds).
@@ -100,6 +110,10 @@ class CallIndex final : public trace::RecordObserver {
   std::vector<uint64_t> high_events_;
   std::vector<std::pair<std::string, uint32_t>> fix_strings_;
   std::vector<std::string> warnings_;
+  // Kept records, each as u16 kind, u16 body size, body (records are at most 0xFFFF bytes).
+  std::vector<uint8_t> kept_;
+  size_t keep_limit_ = 0;
+  bool kept_dropped_ = false;
   uint64_t ncalls_ = 0, last_seq_ = 0;
   uint32_t max_string_ = 0;
 };

@@ -2,14 +2,17 @@
 #include "replay/trace_editor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -100,11 +103,20 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   h.producer += fmt::format("{}{} fix edits)", kEditedTag, total);
   h.extra[kEditsKey] = std::to_string(total);
 
-  CallStream source(index_.path());
+  // The records as the analysis read them when the index kept them (a small trace), else
+  // the trace read again.
+  std::optional<CallStream> source;
+  if (!index_.has_records()) source.emplace(index_.path());
+  auto each = [&](const std::function<void(const RecordView&)>& fn) {
+    if (source)
+      source->for_each(fn);
+    else
+      index_.for_each_record(fn);
+  };
   std::optional<TraceWriter> writer;
   writer.emplace(path, h, opts);
   try {
-    return write_records(source, *writer);
+    return write_records(each, *writer);
   } catch (...) {
     writer.reset();  // what was written is no trace: removed
     std::error_code ec;
@@ -113,7 +125,7 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   }
 }
 
-uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
+uint64_t TraceEditor::write_records(const RecordSource& source, TraceWriter& w) const {
   // Every pair's insertions, in trace order.
   struct {
     std::vector<uint64_t> records, waits;
@@ -187,7 +199,7 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
     }
   };
   std::vector<uint8_t> copy;  // a call record with its seq renumbered
-  source.for_each([&](const RecordView& r) {
+  source([&](const RecordView& r) {
     if (pending < pending_end) {
       if (r.kind != RecordKind::kKernelAccess && r.kind != RecordKind::kOpTiming) insert_pending();
       maybe_flush();
@@ -232,6 +244,14 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
 }
 
 namespace {
+
+// Traces of at most this many records are edited in parallel (see apply_record_fixes).
+constexpr uint64_t kParallelEditRecords = 1'000'000;
+// The index of a trace file of at most kKeepRecordsFileBytes keeps its records (at most
+// kKeepRecordsBytes of them), so its editor writes without decoding and ordering it again:
+// on a small trace that is a third of the editor's time, on a large one it would cost memory.
+constexpr uint64_t kKeepRecordsFileBytes = 4u << 20;
+constexpr size_t kKeepRecordsBytes = 32u << 20;
 
 // What one round did to one trace.
 struct TraceEditOutcome {
@@ -341,7 +361,13 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
   auto observe = [&](const std::string& path) -> trace::RecordObserver* {
     std::lock_guard lock(index_mu);
     for (size_t t = 0; t < cur.size(); ++t)
-      if (cur[t] == path && !indexes[t]) return &indexes[t].emplace(path);
+      if (cur[t] == path && !indexes[t]) {
+        CallIndex& index = indexes[t].emplace(path);
+        std::error_code ec;
+        if (const auto bytes = fs::file_size(path, ec); !ec && bytes <= kKeepRecordsFileBytes)
+          index.keep_records(kKeepRecordsBytes);
+        return &index;
+      }
     return nullptr;
   };
   res.before = analyze_traces(cur, observe);
@@ -393,21 +419,40 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       res.hit_round_cap = true;
       break;
     }
-    // The traces are edited one after another: an editor holds a chunk of the trace it reads
-    // and one of the trace it writes with their zstd contexts (about 4 MB), more than the
-    // rest of a large run; editing is a small part of the time (one decode and one encode).
+    // Small traces are edited in parallel (one per core), large ones one after another: an
+    // editor holds a chunk of the trace it reads and one of the trace it writes with their
+    // zstd contexts (about 4 MB), more than the rest of a large run, while on small traces
+    // the fixed costs of each editor dominate the time.
     std::vector<std::pair<size_t, const std::vector<analysis::Finding*>*>> work;
     for (const auto& [t, findings] : by_trace) work.emplace_back(t, &findings);
+    const std::vector<uint64_t>& records = later ? later->records : res.before.records;
+    bool small = true;
+    for (const auto& [t, findings] : work) small &= t < records.size() && records[t] <= kParallelEditRecords;
     std::vector<TraceEditOutcome> outcomes(work.size());
-    for (size_t i = 0; i < work.size(); ++i) {
-      const size_t t = work[i].first;
-      const std::string out =
-          (fs::path(opts.out_dir) / fmt::format("{}.round{}.srace", fs::path(traces[t]).stem().string(), round + 1))
-              .string();
-      outcomes[i] = edit_one_trace(cur[t], std::move(indexes[t]), out, *work[i].second, opts.one_occurrence_per_round,
-                                   round == 0);
-      indexes[t].reset();
-    }
+    std::vector<std::exception_ptr> errors(work.size());
+    std::atomic<size_t> next{0};
+    auto worker = [&] {
+      for (size_t i; (i = next.fetch_add(1)) < work.size();) {
+        const size_t t = work[i].first;
+        try {
+          const std::string out =
+              (fs::path(opts.out_dir) / fmt::format("{}.round{}.srace", fs::path(traces[t]).stem().string(), round + 1))
+                  .string();
+          outcomes[i] = edit_one_trace(cur[t], std::move(indexes[t]), out, *work[i].second,
+                                       opts.one_occurrence_per_round, round == 0);
+        } catch (...) {
+          errors[i] = std::current_exception();
+        }
+        indexes[t].reset();
+      }
+    };
+    const size_t threads = small ? std::min<size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency())) : 1;
+    std::vector<std::thread> pool;
+    for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
+    worker();
+    for (auto& th : pool) th.join();
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);
     bool edited = false;
     for (size_t i = 0; i < work.size(); ++i) {
       const size_t t = work[i].first;

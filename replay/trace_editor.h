@@ -87,8 +87,10 @@ class TraceEditor {
   static uint64_t pack(uint64_t seq, uint32_t pair) { return seq << kPairBits | pair; }
   static uint64_t seq_of(uint64_t packed) { return packed >> kPairBits; }
   static uint32_t pair_of(uint64_t packed) { return uint32_t(packed & ((1u << kPairBits) - 1)); }
+  // Hands each record of the trace, in the analyzer's order, to its argument.
+  using RecordSource = std::function<void(const std::function<void(const trace::RecordView&)>&)>;
   // Copies the source's records to `w` with the edits inserted; returns the records written.
-  uint64_t write_records(trace::CallStream& source, trace::TraceWriter& w) const;
+  uint64_t write_records(const RecordSource& source, trace::TraceWriter& w) const;
 
   CallIndex index_;
   std::vector<StreamPair> pairs_;

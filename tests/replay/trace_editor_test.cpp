@@ -571,6 +571,25 @@ TEST(TraceEditor, AnIndexBuiltWhileTheAnalysisReadsEditsLikeTheEditorsOwnRead) {
   EXPECT_EQ(shared.write(dir + "/shared.srace"), alone.write(dir + "/alone.srace"));
   EXPECT_EQ(file_bytes(dir + "/shared.srace"), file_bytes(dir + "/alone.srace"));
   EXPECT_TRUE(analyze_traces({dir + "/shared.srace"}).clean());
+
+  // An index that keeps the records as the analysis read them edits from them, to the same
+  // bytes; one whose records pass its limit gives them up and reads the trace again.
+  for (size_t limit : {size_t(1) << 20, size_t(64)}) {
+    std::optional<CallIndex> kept;
+    analyze_traces({path}, [&](const std::string& p) -> tr::RecordObserver* {
+      kept.emplace(p).keep_records(limit);
+      return &*kept;
+    });
+    ASSERT_TRUE(kept.has_value());
+    EXPECT_EQ(kept->has_records(), limit > 64) << limit;
+    TraceEditor ed(std::move(*kept));
+    for (const auto& f : v.findings)
+      for (const auto& p : f.where[0].pairs)
+        ed.add_edit({*ed.stream_of_call(p.earlier_seq), p.earlier_seq, *ed.stream_of_call(p.later_seq), p.later_seq});
+    const std::string out = dir + "/kept" + std::to_string(limit) + ".srace";
+    ed.write(out);
+    EXPECT_EQ(file_bytes(out), file_bytes(dir + "/alone.srace")) << limit;
+  }
 }
 
 // The record after a call goes after the records that belong to the call (its timing and its
