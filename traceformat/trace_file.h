@@ -94,6 +94,7 @@ class ChunkBuilder {
   bool empty() const { return records_ == 0; }
   std::span<const uint8_t> payload() const { return buf_; }
   void clear() { buf_.clear(); records_ = 0; }
+  void reserve(size_t bytes) { buf_.reserve(bytes); }
   // Moves this builder's records onto the end of `into` (the flusher merges thread buffers).
   void append_to(ChunkBuilder& into) const;
 
