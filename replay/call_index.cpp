@@ -23,6 +23,7 @@ uint8_t CallIndex::stream_code(uint64_t seq, uint64_t stream) {
   if (auto it = code_of_stream_.find(stream); it != code_of_stream_.end()) {
     code = it->second;
   } else if (stream_table_.size() < kTableCodes) {
+    if (!wide_ && stream_table_.size() == kNibbleCodes) widen();
     stream_table_.push_back(stream);
     code = uint8_t(stream_table_.size());
     code_of_stream_.emplace(stream, code);
@@ -33,6 +34,16 @@ uint8_t CallIndex::stream_code(uint64_t seq, uint64_t stream) {
   last_stream_ = stream;
   last_code_ = code;
   return code;
+}
+
+void CallIndex::widen() {
+  std::vector<std::unique_ptr<uint8_t[]>> wide;
+  for (size_t i = 0; i < ncodes_; ++i) {
+    if (i % kBlockBytes == 0) wide.push_back(std::make_unique<uint8_t[]>(kBlockBytes));
+    wide.back()[i % kBlockBytes] = code_at(i);
+  }
+  code_blocks_.swap(wide);
+  wide_ = true;
 }
 
 void CallIndex::record(const RecordView& r) {

@@ -87,15 +87,29 @@ class CallIndex final : public trace::RecordObserver {
   trace::TraceHeader header_;
   std::vector<Run> runs_;       // consecutive seqs, in seq order
   // One code per call, in seq order, in blocks of 64 KiB: no doubling while it grows, no copy
-  // to shrink it (2 M calls: 2 MB, where a vector peaked at three times that).
+  // to shrink it. Four bits a call while the trace has at most kNibbleCodes accessing streams
+  // (the usual case: 2 M calls in 1 MB), widened to a byte a call at the next one.
   static constexpr int kBlockBits = 16;
+  static constexpr size_t kBlockBytes = size_t(1) << kBlockBits;
+  static constexpr size_t kNibbleCodes = 15;
   void push_code(uint8_t code) {
-    const size_t i = ncodes_ & ((size_t(1) << kBlockBits) - 1);
-    if (i == 0) code_blocks_.push_back(std::make_unique<uint8_t[]>(size_t(1) << kBlockBits));
-    code_blocks_.back()[i] = code;
+    const size_t per_block = wide_ ? kBlockBytes : 2 * kBlockBytes;
+    const size_t i = ncodes_ % per_block;
+    if (i == 0) code_blocks_.push_back(std::make_unique<uint8_t[]>(kBlockBytes));  // zeroed
+    uint8_t* block = code_blocks_.back().get();
+    if (wide_)
+      block[i] = code;
+    else
+      block[i >> 1] |= uint8_t(code << ((i & 1) * 4));
     ++ncodes_;
   }
-  uint8_t code_at(size_t i) const { return code_blocks_[i >> kBlockBits][i & ((size_t(1) << kBlockBits) - 1)]; }
+  uint8_t code_at(size_t i) const {
+    if (wide_) return code_blocks_[i >> kBlockBits][i & (kBlockBytes - 1)];
+    const uint8_t b = code_blocks_[i / (2 * kBlockBytes)][(i % (2 * kBlockBytes)) >> 1];
+    return uint8_t((b >> ((i & 1) * 4)) & 0xF);
+  }
+  void widen();  // four bits a call -> a byte a call
+  bool wide_ = false;
   std::vector<std::unique_ptr<uint8_t[]>> code_blocks_;
   size_t ncodes_ = 0;
   std::vector<uint64_t> stream_table_;
