@@ -16,6 +16,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <malloc.h>
 
 #include "traceformat/call_stream.h"
 
@@ -138,7 +139,10 @@ uint64_t TraceEditor::write_records(const RecordSource& source, TraceWriter& w) 
   }
   std::sort(p.records.begin(), p.records.end());
   std::sort(p.waits.begin(), p.waits.end());
+  // Cut at 1 MiB after a record (and what is inserted after it): reserved a little above, so
+  // it does not double to 2 MiB for the last records of a chunk.
   ChunkBuilder chunk;
+  chunk.reserve((1u << 20) + (256u << 10));
   uint64_t written = 0;
   auto maybe_flush = [&]() {
     if (chunk.bytes() >= (1u << 20)) {
@@ -371,6 +375,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
     return nullptr;
   };
   res.before = analyze_traces(cur, observe);
+  malloc_trim(0);
   const std::set<std::string> targets = select_fix_targets(res.before, opts.fingerprints);
   fs::create_directories(opts.out_dir);
   for (const auto& t : traces) res.traces.push_back(RecordFixResult::PerTrace{t, "", 0, 0, 0, 0, {}});
@@ -453,6 +458,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
     for (auto& th : pool) th.join();
     for (const auto& e : errors)
       if (e) std::rethrow_exception(e);
+    malloc_trim(0);
     bool edited = false;
     for (size_t i = 0; i < work.size(); ++i) {
       const size_t t = work[i].first;
