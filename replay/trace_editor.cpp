@@ -16,9 +16,12 @@
 #include <tuple>
 
 #include <fmt/format.h>
-#include <malloc.h>
 
 #include "traceformat/call_stream.h"
+
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 namespace streamrace::replay {
 
@@ -257,6 +260,14 @@ constexpr uint64_t kParallelEditRecords = 1'000'000;
 constexpr uint64_t kKeepRecordsFileBytes = 4u << 20;
 constexpr size_t kKeepRecordsBytes = 32u << 20;
 
+// The analyses run on their own threads, whose malloc arenas keep what they freed; the editors
+// would grow the main arena on top of it. Gives it back to the system (glibc).
+void return_free_memory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
+
 // What one round did to one trace.
 struct TraceEditOutcome {
   size_t edits = 0, events = 0, records = 0, waits = 0;
@@ -375,7 +386,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
     return nullptr;
   };
   res.before = analyze_traces(cur, observe);
-  malloc_trim(0);
+  return_free_memory();
   const std::set<std::string> targets = select_fix_targets(res.before, opts.fingerprints);
   fs::create_directories(opts.out_dir);
   for (const auto& t : traces) res.traces.push_back(RecordFixResult::PerTrace{t, "", 0, 0, 0, 0, {}});
@@ -458,7 +469,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
     for (auto& th : pool) th.join();
     for (const auto& e : errors)
       if (e) std::rethrow_exception(e);
-    malloc_trim(0);
+    return_free_memory();
     bool edited = false;
     for (size_t i = 0; i < work.size(); ++i) {
       const size_t t = work[i].first;
