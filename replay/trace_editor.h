@@ -24,8 +24,9 @@
 // events, not one per edit, and the editor keeps only the insertions it will write.
 //
 // The editor streams: it checks edits against a CallIndex of the trace (one pass, its own or
-// the analysis's) and write() reads the trace once more, record by record, so it holds the
-// insertions (8 bytes each) and one byte per call, never the trace's records.
+// the analysis's) and write() reads the trace once more, record by record (or, for a small
+// file, walks the records the index kept), so it holds the insertions (8 bytes each) and
+// four bits or a byte per call, never a large trace's records.
 #pragma once
 
 #include <cstdint>
