@@ -87,7 +87,7 @@ Analyzer::Outcome Analyzer::analyze_one(const std::string& path, const AnalyzerO
   }
   TraceAnalysis ta(path, opts);
   ta.run();
-  return Outcome{ta.summary(), ta.graph_launches(), ta.notices(), ta.findings()};
+  return Outcome{ta.summary(), ta.graph_launches(), ta.notices(), ta.take_findings()};
 }
 
 Analyzer::Outcome Analyzer::analyze_split(const std::string& path, const AnalyzerOptions& opts, unsigned workers) {
@@ -125,7 +125,7 @@ Analyzer::Outcome Analyzer::analyze_split(const std::string& path, const Analyze
   std::vector<const TraceAnalysis*> all;
   for (const auto& p : parts) all.push_back(p.get());
   parts[0]->merge_workers(all);
-  return Outcome{parts[0]->summary(), parts[0]->graph_launches(), parts[0]->notices(), parts[0]->findings()};
+  return Outcome{parts[0]->summary(), parts[0]->graph_launches(), parts[0]->notices(), parts[0]->take_findings()};
 }
 
 void Analyzer::merge(Outcome&& o) {

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "analyzer/racing_pairs.h"
+
 namespace streamrace::analysis {
 
 enum class Confidence { kCertain, kPossible };
@@ -76,13 +78,6 @@ struct FixEdit {
   uint64_t before_seq = 0;
 };
 
-// One racing pair of calls: the earlier access's call and the later one's, in one trace.
-struct RacingPair {
-  uint64_t earlier_seq = 0;
-  uint64_t later_seq = 0;
-  bool operator==(const RacingPair&) const = default;
-};
-
 struct Occurrence {
   std::string trace;  // file it was found in
   int rank = -1;
@@ -91,9 +86,9 @@ struct Occurrence {
   uint64_t last_seq = 0;
   // The first kMaxRacingPairs occurrences' call pairs (AnalyzerOptions::racing_pairs_kept), in
   // call order, so the timeline reports can mark each one and apply-fix can edit each one.
-  // Kept in memory only: the JSON report does not carry them.
+  // Kept in memory only (packed, racing_pairs.h): the JSON report does not carry them.
   static constexpr size_t kMaxRacingPairs = 4096;
-  std::vector<RacingPair> pairs;
+  RacingPairs pairs;
 };
 
 struct Finding {

@@ -57,6 +57,8 @@ class GraphCaptures {
   // cudaStreamWaitEvent(stream, event): a node when `stream` is capturing, or when the event
   // was recorded inside an open capture, which `stream` then joins as a new branch (true).
   bool stream_waits(uint64_t stream, uint64_t event, const trace::RecordView& r);
+  // cudaEventDestroy(event): its record belongs to no capture any more (a wait on it forks none).
+  void event_destroyed(uint64_t event) { events_.erase(event); }
   // A call that makes the capture on `stream` (if any) unsupported.
   void mark_unsupported(uint64_t stream, const std::string& why);
   void graph_call(const trace::GraphCall& g);

@@ -65,6 +65,8 @@ void HappensBefore::stream_destroyed(uint64_t handle) {
 
 void HappensBefore::event_created(uint64_t event) { events_[event] = EventState{}; }
 
+void HappensBefore::event_destroyed(uint64_t event) { events_.erase(event); }
+
 void HappensBefore::event_recorded(uint64_t event, uint64_t stream, uint32_t thread, uint64_t seq) {
   StreamState& s = begin_op(stream, thread);
   EventState& e = events_[event];

@@ -75,6 +75,12 @@ class HappensBefore {
   void stream_created(uint64_t handle, uint32_t device, uint32_t flags, int32_t priority);
   void stream_destroyed(uint64_t handle);
   void event_created(uint64_t event);
+  // cudaEventDestroy(e): the analyzer forgets e. What waits and host syncs joined stays in
+  // their clocks (a join copies the snapshot; nothing refers to an event's state later), a
+  // wait, sync or query on the destroyed handle orders nothing (CUDA fails it with
+  // cudaErrorInvalidResourceHandle), and a later cudaEventCreate that returns the same handle
+  // starts unrecorded. So a trace that creates an event per use holds only the live ones.
+  void event_destroyed(uint64_t event);
   // cudaEventRecord(e, S): e's snapshot becomes S's clock (replacing any earlier record).
   void event_recorded(uint64_t event, uint64_t stream, uint32_t thread, uint64_t seq);
   // An event record node of a graph launch: e's snapshot becomes `snapshot` (the node's point).

@@ -188,8 +188,12 @@ void TraceAnalysis::dispatch(const RecordView& r) {
     case RecordKind::kEventCreate:
       hb_.event_created(r.as<EventCreate>().event);
       return;
-    case RecordKind::kEventDestroy:
+    case RecordKind::kEventDestroy: {
+      const uint64_t event = r.as<EventDestroy>().event;
+      captures_.event_destroyed(event);
+      hb_.event_destroyed(event);
       return;
+    }
     case RecordKind::kEventRecord: {
       auto e = r.as<EventRecord>();
       if (captures_.event_recorded(e.event, e.stream, r)) return;  // a node of a capture
@@ -1155,9 +1159,14 @@ Access TraceAnalysis::make_access(const AccessEpoch& e, uint64_t stream, const s
   return a;
 }
 
-std::vector<Finding> TraceAnalysis::findings() const {
+std::vector<Finding> TraceAnalysis::findings() const { return make_findings(nullptr); }
+
+std::vector<Finding> TraceAnalysis::take_findings() { return make_findings(&pending_); }
+
+std::vector<Finding> TraceAnalysis::make_findings(std::vector<PendingFinding>* take) const {
   std::vector<Finding> out;
-  for (const PendingFinding& pf : pending_) {
+  for (size_t i = 0; i < pending_.size(); ++i) {
+    const PendingFinding& pf = pending_[i];
     Finding f;
     f.kind = pf.kind;
     f.confidence = pf.confidence;
@@ -1193,7 +1202,9 @@ std::vector<Finding> TraceAnalysis::findings() const {
     f.fingerprint = fingerprint_of(f);
     f.occurrences = pf.count;
     f.ranks = {summary_.rank};
-    f.where.push_back(Occurrence{path_, summary_.rank, pf.count, pf.first_seq, pf.last_seq, pf.pairs});
+    RacingPairs pairs = take ? std::move((*take)[i].pairs) : pf.pairs;
+    pairs.shrink_to_fit();
+    f.where.push_back(Occurrence{path_, summary_.rank, pf.count, pf.first_seq, pf.last_seq, std::move(pairs)});
     out.push_back(std::move(f));
   }
   return out;

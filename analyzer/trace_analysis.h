@@ -34,6 +34,9 @@ class TraceAnalysis {
   void merge_workers(const std::vector<const TraceAnalysis*>& workers);
   // Findings of this trace (fingerprinted, stacks resolved), notices and summary.
   std::vector<Finding> findings() const;
+  // The same, moving the racing pairs into the findings instead of copying them (the
+  // analysis keeps none after).
+  std::vector<Finding> take_findings();
   const std::vector<Notice>& notices() const { return notices_; }
   const TraceSummary& summary() const { return summary_; }
   // Graph launches not analysed (their graph is unknown or holds work the trace cannot show).
@@ -55,7 +58,7 @@ class TraceAnalysis {
     bool same_launch = false;   // both are nodes of one CUDA graph launch
     bool has_released = false;  // kUseAfterReuse: the earlier tensor's release
     ReleasedBlock released;
-    std::vector<RacingPair> pairs;  // the first Occurrence::kMaxRacingPairs
+    RacingPairs pairs;  // the first Occurrence::kMaxRacingPairs
   };
   // Identity of a finding inside one trace: both sites and the shape of the conflict.
   struct SiteKey {
@@ -131,6 +134,8 @@ class TraceAnalysis {
                    std::unordered_map<uint64_t, VectorClock>& events);
   // When an access ran, in call order: a graph node's launch, else its own call.
   uint64_t when(const AccessEpoch& a) const { return a.launch ? launches_[a.launch - 1].seq : a.seq; }
+  // findings() and take_findings(): `take` is pending_ when the pairs are moved out.
+  std::vector<Finding> make_findings(std::vector<PendingFinding>* take) const;
   Access make_access(const AccessEpoch& e, uint64_t stream, const std::string& label,
                      const PendingFinding& pf) const;
   std::vector<Frame> resolve_stack(uint32_t id) const;

@@ -298,7 +298,8 @@ int run_trace(const TraceArgs& a) {
     for (size_t i = 0; i < res.traces.size(); ++i) {
       const auto& t = res.traces[i];
       nlohmann::json w = t.warnings;
-      nlohmann::json tj = {{"source", t.source}, {"edited", t.edited}, {"edits", t.edits}, {"warnings", w}};
+      nlohmann::json tj = {{"source", t.source}, {"edited", t.edited}, {"edits", t.edits}, {"events", t.events},
+                           {"records", t.records}, {"waits", t.waits}, {"warnings", w}};
       if (!sims.empty()) {
         tj["simulator_before"] = sims[i].first;
         tj["simulator_after"] = sims[i].second;
@@ -340,7 +341,12 @@ int run_trace(const TraceArgs& a) {
     if (r > 0)
       for (const auto& w : res.traces[r - 1].warnings) std::cout << "  warning: " << w << "\n";
   }
-  std::cout << fmt::format("record-level edits: {} in {} round(s){}\n", res.total_edits(), res.rounds,
+  size_t records = 0, waits = 0;
+  for (const auto& t : res.traces) records += t.records, waits += t.waits;
+  std::cout << fmt::format("record-level edits: {} in {} round(s){}{}\n", res.total_edits(), res.rounds,
+                           res.total_edits() ? fmt::format(" ({} records and {} waits of {} fix events)", records,
+                                                           waits, res.total_events())
+                                             : "",
                            res.hit_round_cap ? fmt::format(" (stopped at the cap of {} rounds)", res.round_cap) : "");
   std::cout << fmt::format("analyzer after the edits: {} finding(s); removed {}, remaining {}, new {}\n",
                            res.after.findings.size(), res.verdict.removed.size(), res.verdict.remaining.size(), res.verdict.introduced.size());

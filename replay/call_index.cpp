@@ -23,6 +23,7 @@ uint8_t CallIndex::stream_code(uint64_t seq, uint64_t stream) {
   if (auto it = code_of_stream_.find(stream); it != code_of_stream_.end()) {
     code = it->second;
   } else if (stream_table_.size() < kTableCodes) {
+    if (!wide_ && stream_table_.size() == kNibbleCodes) widen();
     stream_table_.push_back(stream);
     code = uint8_t(stream_table_.size());
     code_of_stream_.emplace(stream, code);
@@ -35,7 +36,29 @@ uint8_t CallIndex::stream_code(uint64_t seq, uint64_t stream) {
   return code;
 }
 
+void CallIndex::widen() {
+  std::vector<std::unique_ptr<uint8_t[]>> wide;
+  for (size_t i = 0; i < ncodes_; ++i) {
+    if (i % kBlockBytes == 0) wide.push_back(std::make_unique<uint8_t[]>(kBlockBytes));
+    wide.back()[i % kBlockBytes] = code_at(i);
+  }
+  code_blocks_.swap(wide);
+  wide_ = true;
+}
+
 void CallIndex::record(const RecordView& r) {
+  if (keep_limit_ && !kept_dropped_) {
+    if (kept_.size() + 4 + r.body.size() > keep_limit_ || r.body.size() > 0xFFFF) {
+      std::vector<uint8_t>().swap(kept_);
+      kept_dropped_ = true;
+    } else {
+      const uint16_t head[2] = {uint16_t(r.kind), uint16_t(r.body.size())};
+      const size_t at = kept_.size();
+      kept_.resize(at + sizeof(head) + r.body.size());
+      std::memcpy(kept_.data() + at, head, sizeof(head));
+      if (!r.body.empty()) std::memcpy(kept_.data() + at + sizeof(head), r.body.data(), r.body.size());
+    }
+  }
   switch (r.kind) {
     case RecordKind::kStringDef: {
       auto h = r.as<StringDefHead>();
@@ -47,7 +70,10 @@ void CallIndex::record(const RecordView& r) {
       return;
     }
     case RecordKind::kStreamCreate:
-      if (r.body.size() >= sizeof(StreamCreate)) created_streams_.push_back(r.as<StreamCreate>().stream);
+      if (r.body.size() >= sizeof(StreamCreate)) {
+        const StreamCreate c = r.as<StreamCreate>();
+        created_streams_.emplace_back(c.stream, c.call.seq);
+      }
       break;
     case RecordKind::kEventCreate: note_event(r.as<EventCreate>().event); break;
     case RecordKind::kEventRecord: note_event(r.as<EventRecord>().event); break;
@@ -79,8 +105,8 @@ void CallIndex::record(const RecordView& r) {
       break;
   }
   // CallStream hands calls out in increasing seq order (repeats are left out).
-  if (runs_.empty() || seq != last_seq_ + 1) runs_.push_back(Run{seq, codes_.size()});
-  codes_.push_back(code);
+  if (runs_.empty() || seq != last_seq_ + 1) runs_.push_back(Run{seq, ncodes_});
+  push_code(code);
   last_seq_ = seq;
   ++ncalls_;
 }
@@ -92,15 +118,24 @@ void CallIndex::end(const CallStream& stream) {
   std::sort(created_streams_.begin(), created_streams_.end());
   std::sort(high_events_.begin(), high_events_.end());
   high_events_.erase(std::unique(high_events_.begin(), high_events_.end()), high_events_.end());
-  codes_.shrink_to_fit();
   runs_.shrink_to_fit();
+}
+
+void CallIndex::for_each_record(const std::function<void(const RecordView&)>& fn) const {
+  for (size_t at = 0; at < kept_.size();) {
+    uint16_t head[2];
+    std::memcpy(head, kept_.data() + at, sizeof(head));
+    at += sizeof(head);
+    fn(RecordView{RecordKind(head[0]), std::span<const uint8_t>(kept_.data() + at, head[1])});
+    at += head[1];
+  }
 }
 
 std::optional<size_t> CallIndex::code_index(uint64_t seq) const {
   auto it = std::upper_bound(runs_.begin(), runs_.end(), seq, [](uint64_t s, const Run& r) { return s < r.first_seq; });
   if (it == runs_.begin()) return std::nullopt;
   const Run& run = *std::prev(it);
-  const size_t end = it == runs_.end() ? codes_.size() : it->first_code;
+  const size_t end = it == runs_.end() ? ncodes_ : it->first_code;
   if (seq - run.first_seq >= end - run.first_code) return std::nullopt;
   return run.first_code + size_t(seq - run.first_seq);
 }
@@ -110,7 +145,7 @@ bool CallIndex::is_call(uint64_t seq) const { return code_index(seq).has_value()
 std::optional<uint64_t> CallIndex::stream_of_call(uint64_t seq) const {
   auto at = code_index(seq);
   if (!at) return std::nullopt;
-  const uint8_t code = codes_[*at];
+  const uint8_t code = code_at(*at);
   if (code == 0) return std::nullopt;
   if (code == kOverflow) return overflow_.at(seq);
   return stream_table_[code - 1];
@@ -118,7 +153,13 @@ std::optional<uint64_t> CallIndex::stream_of_call(uint64_t seq) const {
 
 bool CallIndex::has_stream(uint64_t handle) const {
   if (is_legacy_stream(handle) || is_per_thread_stream(handle)) return true;
-  return std::binary_search(created_streams_.begin(), created_streams_.end(), handle);
+  auto it = std::lower_bound(created_streams_.begin(), created_streams_.end(), std::make_pair(handle, uint64_t(0)));
+  return it != created_streams_.end() && it->first == handle;
+}
+
+bool CallIndex::created_between(uint64_t handle, uint64_t after, uint64_t before) const {
+  auto it = std::upper_bound(created_streams_.begin(), created_streams_.end(), std::make_pair(handle, after));
+  return it != created_streams_.end() && it->first == handle && it->second < before;
 }
 
 void CallIndex::note_event(uint64_t event) {

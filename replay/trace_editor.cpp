@@ -19,6 +19,10 @@
 
 #include "traceformat/call_stream.h"
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 namespace streamrace::replay {
 
 namespace fs = std::filesystem;
@@ -44,26 +48,79 @@ void TraceEditor::add_edit(const analysis::FixEdit& edit) {
   if (edit.after_seq >= edit.before_seq)
     throw std::invalid_argument(fmt::format("the record after call {} would not come before the wait before call {}",
                                             edit.after_seq, edit.before_seq));
-  uint64_t ev = next_event_;
-  while (index_.fix_event_used(ev)) ++ev;
-  next_event_ = ev + 1;
-  edits_.push_back(Edit{edit, ev});
+  if (edit.before_seq >> (64 - kPairBits))
+    throw std::invalid_argument(fmt::format("call {} is beyond the editor's 2^48 calls", edit.before_seq));
+  // The pairs of one trace are few (its streams' pairs that race): a linear search.
+  uint32_t pair = last_pair_;
+  auto is = [&](uint32_t i) {
+    return pairs_[i].record_stream == edit.record_stream && pairs_[i].wait_stream == edit.wait_stream;
+  };
+  if (pair >= pairs_.size() || !is(pair))
+    for (pair = 0; pair < pairs_.size() && !is(pair);) ++pair;
+  if (pair == pairs_.size()) {
+    if (pairs_.size() == (1u << kPairBits))
+      throw std::invalid_argument(fmt::format("more than the editor's {} stream pairs", 1u << kPairBits));
+    uint64_t ev = next_event_;
+    while (index_.fix_event_used(ev)) ++ev;
+    next_event_ = ev + 1;
+    pairs_.push_back(StreamPair{edit.record_stream, edit.wait_stream, ev, {}, {}});
+  }
+  last_pair_ = pair;
+  StreamPair& sp = pairs_[pair];
+  const uint64_t a = edit.after_seq, b = edit.before_seq;
+  // The latest record before b (after a call below b); one right after a if it comes before a.
+  auto r_at = std::lower_bound(sp.after.begin(), sp.after.end(), b);
+  uint64_t r;
+  if (r_at == sp.after.begin() || *std::prev(r_at) < a) {
+    // The record before it (after a call below a) is seen by no wait once this one is in,
+    // unless a wait lies between them: it is then left out.
+    if (r_at != sp.after.begin()) {
+      const uint64_t prev = *std::prev(r_at);
+      auto w = std::upper_bound(sp.before.begin(), sp.before.end(), prev);
+      if (w == sp.before.end() || *w > a) {
+        r_at = sp.after.erase(std::prev(r_at));
+        --records_;
+      }
+    }
+    sp.after.insert(r_at, a);
+    r = a;
+    ++records_;
+  } else {
+    r = *std::prev(r_at);
+  }
+  // The latest wait at or before b sees r if it comes after it, on the same stream T.
+  auto w_at = std::upper_bound(sp.before.begin(), sp.before.end(), b);
+  if (w_at != sp.before.begin()) {
+    const uint64_t w = *std::prev(w_at);
+    if (w > r && !index_.created_between(sp.wait_stream, w, b)) return;
+  }
+  sp.before.insert(w_at, b);
+  ++waits_;
 }
 
 uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   TraceHeader h = index_.header();
   uint64_t prior = 0;
   if (auto it = h.extra.find(kEditsKey); it != h.extra.end()) prior = std::strtoull(it->second.c_str(), nullptr, 10);
-  const uint64_t total = prior + edits_.size();
+  const uint64_t total = prior + edits();
   if (auto cut = h.producer.find(kEditedTag); cut != std::string::npos) h.producer.resize(cut);
   h.producer += fmt::format("{}{} fix edits)", kEditedTag, total);
   h.extra[kEditsKey] = std::to_string(total);
 
-  CallStream source(index_.path());
+  // The records as the analysis read them when the index kept them (a small trace), else
+  // the trace read again.
+  std::optional<CallStream> source;
+  if (!index_.has_records()) source.emplace(index_.path());
+  auto each = [&](const std::function<void(const RecordView&)>& fn) {
+    if (source)
+      source->for_each(fn);
+    else
+      index_.for_each_record(fn);
+  };
   std::optional<TraceWriter> writer;
   writer.emplace(path, h, opts);
   try {
-    return write_records(source, *writer);
+    return write_records(each, *writer);
   } catch (...) {
     writer.reset();  // what was written is no trace: removed
     std::error_code ec;
@@ -72,8 +129,23 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   }
 }
 
-uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
+uint64_t TraceEditor::write_records(const RecordSource& source, TraceWriter& w) const {
+  // Every pair's insertions, in trace order.
+  struct {
+    std::vector<uint64_t> records, waits;
+  } p;
+  p.records.reserve(records_);
+  p.waits.reserve(waits_);
+  for (uint32_t i = 0; i < pairs_.size(); ++i) {
+    for (uint64_t seq : pairs_[i].after) p.records.push_back(pack(seq, i));
+    for (uint64_t seq : pairs_[i].before) p.waits.push_back(pack(seq, i));
+  }
+  std::sort(p.records.begin(), p.records.end());
+  std::sort(p.waits.begin(), p.waits.end());
+  // Cut at 1 MiB after a record (and what is inserted after it): reserved a little above, so
+  // it does not double to 2 MiB for the last records of a chunk.
   ChunkBuilder chunk;
+  chunk.reserve((1u << 20) + (256u << 10));
   uint64_t written = 0;
   auto maybe_flush = [&]() {
     if (chunk.bytes() >= (1u << 20)) {
@@ -88,7 +160,7 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
     for (const auto& [t, id] : index_.fix_strings())
       if (t == text) return id;
     const uint32_t id = next_string++;
-    if (!edits_.empty()) {
+    if (edits() != 0) {
       chunk.add_string(id, text);
       ++written;
     }
@@ -97,15 +169,8 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
   const uint32_t api_create = api("cudaEventCreate"), api_record = api("cudaEventRecord"),
                  api_wait = api("cudaStreamWaitEvent");
 
-  // The edits by the call they follow and by the call they precede, those of one call in the
-  // order they were added.
-  std::vector<uint32_t> after(edits_.size()), before(edits_.size());
-  for (uint32_t i = 0; i < edits_.size(); ++i) after[i] = before[i] = i;
-  std::stable_sort(after.begin(), after.end(),
-                   [&](uint32_t x, uint32_t y) { return edits_[x].fix.after_seq < edits_[y].fix.after_seq; });
-  std::stable_sort(before.begin(), before.end(),
-                   [&](uint32_t x, uint32_t y) { return edits_[x].fix.before_seq < edits_[y].fix.before_seq; });
-  size_t next_after = 0, next_before = 0;
+  std::vector<uint8_t> created(pairs_.size(), 0);
+  size_t next_record = 0, next_wait = 0;
   uint64_t seq = 0;
   auto synthetic = [&](const CallInfo& like, uint32_t api_id) {
     CallInfo c = like;
@@ -114,30 +179,34 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
     c.reserved = 0;
     return c;
   };
-  // The record goes after its call's trailing KernelAccess/OpTiming records (they belong to
-  // it): the after-edits of the last call wait in [pending, pending_end) for the first record
-  // that is neither. The chunk is cut where the whole-trace editor cut it: after a record and
-  // the records inserted after it, so a pending insertion defers the cut.
+  // The records go after their call's trailing KernelAccess/OpTiming records (they belong to
+  // it): the records after the last call wait in [pending, pending_end) for the first record
+  // that is neither. The chunk is cut after a record and the records inserted after it, so a
+  // pending insertion defers the cut.
   size_t pending = 0, pending_end = 0;
   CallInfo pending_like{};
   auto insert_pending = [&]() {
     for (; pending < pending_end; ++pending) {
-      const Edit& e = edits_[after[pending]];
-      EventCreate ec{};
-      ec.call = synthetic(pending_like, api_create);
-      ec.event = e.event;
-      ec.flags = 0x2;  // cudaEventDisableTiming
-      chunk.add(ec);
+      const StreamPair& sp = pairs_[pair_of(p.records[pending])];
+      if (!created[pair_of(p.records[pending])]) {
+        created[pair_of(p.records[pending])] = 1;
+        EventCreate ec{};
+        ec.call = synthetic(pending_like, api_create);
+        ec.event = sp.event;
+        ec.flags = 0x2;  // cudaEventDisableTiming
+        chunk.add(ec);
+        ++written;
+      }
       EventRecord er{};
       er.call = synthetic(pending_like, api_record);
-      er.event = e.event;
-      er.stream = e.fix.record_stream;
+      er.event = sp.event;
+      er.stream = sp.record_stream;
       chunk.add(er);
-      written += 2;
+      ++written;
     }
   };
   std::vector<uint8_t> copy;  // a call record with its seq renumbered
-  source.for_each([&](const RecordView& r) {
+  source([&](const RecordView& r) {
     if (pending < pending_end) {
       if (r.kind != RecordKind::kKernelAccess && r.kind != RecordKind::kOpTiming) insert_pending();
       maybe_flush();
@@ -151,12 +220,12 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
     CallInfo like{};
     std::memcpy(&like, r.body.data(), sizeof(like));
     const uint64_t call_seq = like.seq;
-    for (; next_before < before.size() && edits_[before[next_before]].fix.before_seq == call_seq; ++next_before) {
-      const Edit& e = edits_[before[next_before]];
+    for (; next_wait < p.waits.size() && seq_of(p.waits[next_wait]) == call_seq; ++next_wait) {
+      const StreamPair& sp = pairs_[pair_of(p.waits[next_wait])];
       StreamWaitEvent sw{};
       sw.call = synthetic(like, api_wait);
-      sw.stream = e.fix.wait_stream;
-      sw.event = e.event;
+      sw.stream = sp.wait_stream;
+      sw.event = sp.event;
       chunk.add(sw);
       ++written;
     }
@@ -165,17 +234,17 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
     std::memcpy(copy.data(), &s, sizeof(s));
     chunk.add_raw(r.kind, copy.data(), copy.size(), nullptr, 0);
     ++written;
-    pending = next_after;
-    while (next_after < after.size() && edits_[after[next_after]].fix.after_seq == call_seq) ++next_after;
-    pending_end = next_after;
+    pending = next_record;
+    while (next_record < p.records.size() && seq_of(p.records[next_record]) == call_seq) ++next_record;
+    pending_end = next_record;
     pending_like = like;
     if (pending == pending_end) maybe_flush();
   });
   insert_pending();
   maybe_flush();
-  if (next_before != before.size() || next_after != after.size())
+  if (next_wait != p.waits.size() || next_record != p.records.size())
     throw TraceError(fmt::format("{}: the trace no longer holds the calls its index named ({} of {} edits placed)",
-                                 index_.path(), std::min(next_before, next_after), edits_.size()));
+                                 index_.path(), next_wait + next_record, edits()));
   if (!chunk.empty()) w.write_chunk(chunk);
   w.close();
   return written;
@@ -183,63 +252,25 @@ uint64_t TraceEditor::write_records(CallStream& source, TraceWriter& w) const {
 
 namespace {
 
-// The edits one round makes in one trace: every listed racing pair of each targeted finding
-// there (or, the former method, the first occurrence of each finding whose first place is
-// this trace), each pair once.
-struct TraceEdits {
-  // (finding, the edit, whether it is the finding's own fix_edit): a finding whose own edit
-  // does not fit is unfixable, a further pair that does not fit is left to the next round.
-  struct Planned {
-    const analysis::Finding* finding;
-    analysis::FixEdit edit;
-    bool primary;
-  };
-  std::vector<Planned> planned;
-};
+// Traces of at most this many records are edited in parallel (see apply_record_fixes).
+constexpr uint64_t kParallelEditRecords = 1'000'000;
+// The index of a trace file of at most kKeepRecordsFileBytes keeps its records (at most
+// kKeepRecordsBytes of them), so its editor writes without decoding and ordering it again:
+// on a small trace that is a third of the editor's time, on a large one it would cost memory.
+constexpr uint64_t kKeepRecordsFileBytes = 4u << 20;
+constexpr size_t kKeepRecordsBytes = 32u << 20;
 
-void plan_pairs(TraceEdits& te, const TraceEditor& ed, const analysis::Finding& f, const analysis::Occurrence& w) {
-  for (const auto& p : w.pairs) {
-    auto earlier = ed.stream_of_call(p.earlier_seq), later = ed.stream_of_call(p.later_seq);
-    te.planned.push_back({&f,
-                          analysis::FixEdit{earlier.value_or(f.fix_edit.record_stream), p.earlier_seq,
-                                            later.value_or(f.fix_edit.wait_stream), p.later_seq},
-                          false});
-  }
+// The analyses run on their own threads, whose malloc arenas keep what they freed; the editors
+// would grow the main arena on top of it. Gives it back to the system (glibc).
+void return_free_memory() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
 }
-
-// Drops a further pair whose edit is already planned, keeping the order (one sort: a trace
-// can hold 10^5 racing pairs). A finding's own edit always stays: it decides whether the
-// finding is fixable.
-void drop_repeated_edits(TraceEdits& te) {
-  auto key = [&](size_t i) {
-    const auto& e = te.planned[i].edit;
-    return std::make_tuple(e.record_stream, e.after_seq, e.wait_stream, e.before_seq, !te.planned[i].primary);
-  };
-  std::vector<size_t> order(te.planned.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
-  std::vector<uint8_t> keep(order.size(), 1);
-  auto same_edit = [&](size_t a, size_t b) {
-    const auto &x = te.planned[a].edit, &y = te.planned[b].edit;
-    return x.record_stream == y.record_stream && x.after_seq == y.after_seq && x.wait_stream == y.wait_stream &&
-           x.before_seq == y.before_seq;
-  };
-  for (size_t i = 1; i < order.size(); ++i)
-    if (!te.planned[order[i]].primary && same_edit(order[i], order[i - 1])) keep[order[i]] = 0;
-  size_t out = 0;
-  for (size_t i = 0; i < te.planned.size(); ++i)
-    if (keep[i]) te.planned[out++] = te.planned[i];
-  te.planned.resize(out);
-}
-
-// Traces edited at once: one per core, as the analyses. An editor holds its edits (about 50
-// bytes each), one byte per call and a chunk, not the trace, so editing in parallel costs
-// little memory; outcomes are applied in trace order, so the result does not depend on it.
-size_t edit_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
 // What one round did to one trace.
 struct TraceEditOutcome {
-  size_t edits = 0;
+  size_t edits = 0, events = 0, records = 0, waits = 0;
   std::string written;  // the edited trace, when there were edits
   std::vector<std::string> warnings;
   std::vector<std::string> unfixable;  // fingerprints whose own fix does not fit the trace
@@ -248,14 +279,24 @@ struct TraceEditOutcome {
 // `index`: the trace's CallIndex, built while the analysis read it; without one the editor
 // reads the trace for its own.
 TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex>&& index, const std::string& out,
-                                const std::vector<const analysis::Finding*>& findings, bool one_per_round,
+                                const std::vector<analysis::Finding*>& findings, bool one_per_round,
                                 bool first_round) {
   TraceEditOutcome o;
   TraceEditor ed = index ? TraceEditor(std::move(*index)) : TraceEditor(path);
   index.reset();
-  TraceEdits te;
+  // The edits, merged in order of the later call (the order the analysis found the pairs in,
+  // which lets the editor reuse the records and waits of earlier edits): each targeted
+  // finding's own fix_edit (it decides whether the finding is fixable) and every racing pair of
+  // its places in this trace, whose pairs are released as they are used up.
+  struct Source {
+    analysis::Finding* f;
+    analysis::Occurrence* w;  // null: f's own fix_edit
+    analysis::RacingPairs::const_iterator next{};
+    uint64_t before() const { return w ? next->later_seq : f->fix_edit.before_seq; }
+  };
+  std::vector<Source> sources;
   std::set<const analysis::Finding*> planned;
-  for (const auto* f : findings) {
+  for (analysis::Finding* f : findings) {
     if (!planned.insert(f).second) continue;
     // A host access (--host-accesses) is ordered by a host synchronisation, which is no
     // record/wait edit between streams: said, never attempted.
@@ -268,19 +309,44 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
       }
       continue;
     }
-    if (f->where[0].trace == path) te.planned.push_back({f, f->fix_edit, true});
+    if (f->where[0].trace == path) sources.push_back(Source{f, nullptr});
     if (one_per_round) continue;
-    for (const auto& w : f->where)
-      if (w.trace == path) plan_pairs(te, ed, *f, w);
+    for (auto& w : f->where)
+      if (w.trace == path && !w.pairs.empty()) sources.push_back(Source{f, &w, w.pairs.begin()});
   }
-  drop_repeated_edits(te);
-  for (const auto& p : te.planned) {
+  // A min-heap of sources by their next edit's later call, then by source (a stable order).
+  auto later = [&](size_t x, size_t y) {
+    return std::make_pair(sources[x].before(), x) > std::make_pair(sources[y].before(), y);
+  };
+  std::vector<size_t> heap(sources.size());
+  for (size_t i = 0; i < heap.size(); ++i) heap[i] = i;
+  std::make_heap(heap.begin(), heap.end(), later);
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    Source& src = sources[heap.back()];
+    if (!src.w) {
+      heap.pop_back();
+      try {
+        ed.add_edit(src.f->fix_edit);
+      } catch (const std::invalid_argument& e) {
+        o.unfixable.push_back(src.f->fingerprint);
+        o.warnings.push_back(fmt::format("finding {}: its fix cannot be applied: {}", src.f->fingerprint, e.what()));
+      }
+      continue;
+    }
+    const analysis::RacingPair pr = *src.next;
+    auto earlier = ed.stream_of_call(pr.earlier_seq), later_stream = ed.stream_of_call(pr.later_seq);
     try {
-      ed.add_edit(p.edit);
-    } catch (const std::invalid_argument& e) {
-      if (!p.primary) continue;
-      o.unfixable.push_back(p.finding->fingerprint);
-      o.warnings.push_back(fmt::format("finding {}: its fix cannot be applied: {}", p.finding->fingerprint, e.what()));
+      ed.add_edit(analysis::FixEdit{earlier.value_or(src.f->fix_edit.record_stream), pr.earlier_seq,
+                                    later_stream.value_or(src.f->fix_edit.wait_stream), pr.later_seq});
+    } catch (const std::invalid_argument&) {
+      // A further pair that does not fit is left to the next round.
+    }
+    if (++src.next != src.w->pairs.end()) {
+      std::push_heap(heap.begin(), heap.end(), later);
+    } else {
+      heap.pop_back();
+      src.w->pairs.clear();  // used up: the editor holds what is kept of them
     }
   }
   if (ed.edits() == 0) return o;
@@ -289,6 +355,9 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
   fs::remove(out);
   ed.write(out);
   o.edits = ed.edits();
+  o.events = ed.events();
+  o.records = ed.records();
+  o.waits = ed.waits();
   o.written = out;
   return o;
 }
@@ -298,29 +367,33 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
 RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const RecordFixOptions& opts) {
   RecordFixResult res;
   std::vector<std::string> cur = traces;
-  // Each analysis also indexes the calls of the traces it reads (one decode for both), for the
-  // round that edits them. A path listed twice is indexed once; its second editor reads it.
+  // The input's analysis also indexes the calls of the traces it reads (one decode for both),
+  // for the round that edits them. A path listed twice is indexed once; its second editor
+  // reads it. The analyses of edited traces index nothing: most runs need no further round,
+  // and one that does has its editors read their traces themselves.
   std::vector<std::optional<CallIndex>> indexes(traces.size());
   std::mutex index_mu;
   auto observe = [&](const std::string& path) -> trace::RecordObserver* {
     std::lock_guard lock(index_mu);
     for (size_t t = 0; t < cur.size(); ++t)
-      if (cur[t] == path && !indexes[t]) return &indexes[t].emplace(path);
+      if (cur[t] == path && !indexes[t]) {
+        CallIndex& index = indexes[t].emplace(path);
+        std::error_code ec;
+        if (const auto bytes = fs::file_size(path, ec); !ec && bytes <= kKeepRecordsFileBytes)
+          index.keep_records(kKeepRecordsBytes);
+        return &index;
+      }
     return nullptr;
   };
-  auto analyze_indexed = [&]() {
-    for (auto& i : indexes) i.reset();
-    return analyze_traces(cur, observe);
-  };
-  res.before = analyze_indexed();
+  res.before = analyze_traces(cur, observe);
+  return_free_memory();
   const std::set<std::string> targets = select_fix_targets(res.before, opts.fingerprints);
   fs::create_directories(opts.out_dir);
-  for (const auto& t : traces) res.traces.push_back(RecordFixResult::PerTrace{t, "", 0, {}});
+  for (const auto& t : traces) res.traces.push_back(RecordFixResult::PerTrace{t, "", 0, 0, 0, 0, {}});
   std::set<std::string> unfixable;
   // The latest analysis of `cur`: the input's until a round has edited something (no copy of
   // its findings, which hold every racing pair).
   std::optional<AnalyzerVerdict> later;
-  auto latest = [&]() -> const AnalyzerVerdict& { return later ? *later : res.before; };
   uint64_t cap = opts.max_rounds;
   if (cap == 0) {
     cap = 1;
@@ -344,8 +417,11 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
   for (uint32_t round = 0;; ++round) {
     // The traces this round edits: where[0]'s trace of every targeted finding (its own
     // fix_edit is the first occurrence there), and every place of it unless one per round.
-    std::map<size_t, std::vector<const analysis::Finding*>> by_trace;
-    for (const auto& f : latest().findings) {
+    // Each editor releases the racing pairs of its trace's places as it queues them (a place
+    // is one trace's, and a trace listed twice is edited once), so `findings` is not const.
+    std::vector<analysis::Finding>& findings = later ? later->findings : res.before.findings;
+    std::map<size_t, std::vector<analysis::Finding*>> by_trace;
+    for (auto& f : findings) {
       if (!targets.count(f.fingerprint) || unfixable.count(f.fingerprint) || f.where.empty()) continue;
       auto t = trace_index(f.where[0].trace);
       if (!t) continue;
@@ -359,9 +435,15 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       res.hit_round_cap = true;
       break;
     }
-    // The traces are edited in parallel (edit_threads()); outcomes are applied in trace order.
-    std::vector<std::pair<size_t, const std::vector<const analysis::Finding*>*>> work;
+    // Small traces are edited in parallel (one per core), large ones one after another: an
+    // editor holds a chunk of the trace it reads and one of the trace it writes with their
+    // zstd contexts (about 4 MB), more than the rest of a large run, while on small traces
+    // the fixed costs of each editor dominate the time.
+    std::vector<std::pair<size_t, const std::vector<analysis::Finding*>*>> work;
     for (const auto& [t, findings] : by_trace) work.emplace_back(t, &findings);
+    const std::vector<uint64_t>& records = later ? later->records : res.before.records;
+    bool small = true;
+    for (const auto& [t, findings] : work) small &= t < records.size() && records[t] <= kParallelEditRecords;
     std::vector<TraceEditOutcome> outcomes(work.size());
     std::vector<std::exception_ptr> errors(work.size());
     std::atomic<size_t> next{0};
@@ -377,16 +459,19 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
         } catch (...) {
           errors[i] = std::current_exception();
         }
+        indexes[t].reset();
       }
     };
-    const size_t threads = std::min<size_t>(work.size(), edit_threads());
+    const size_t threads = small ? std::min<size_t>(work.size(), std::max(1u, std::thread::hardware_concurrency())) : 1;
     std::vector<std::thread> pool;
     for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
     worker();
     for (auto& th : pool) th.join();
+    for (const auto& e : errors)
+      if (e) std::rethrow_exception(e);
+    return_free_memory();
     bool edited = false;
     for (size_t i = 0; i < work.size(); ++i) {
-      if (errors[i]) std::rethrow_exception(errors[i]);
       const size_t t = work[i].first;
       auto& o = outcomes[i];
       for (auto& fp : o.unfixable) unfixable.insert(std::move(fp));
@@ -395,12 +480,16 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       if (cur[t] != traces[t] && !opts.keep_rounds) fs::remove(cur[t]);
       cur[t] = o.written;
       res.traces[t].edits += o.edits;
+      res.traces[t].events += o.events;
+      res.traces[t].records += o.records;
+      res.traces[t].waits += o.waits;
       edited = true;
     }
     if (!edited) break;
     ++res.rounds;
+    for (auto& i : indexes) i.reset();
     later.reset();
-    later = analyze_indexed();
+    later = analyze_traces(cur);
     if (opts.progress) opts.progress(res.rounds, occurrences_left(*later), total_occurrences);
   }
   // `v` is the analysis of `cur`: the final traces are `cur` under their final names, so it is

@@ -257,18 +257,37 @@ void TraceWriter::write_header(const TraceHeader& h) {
   write_all(&crc, sizeof(crc));
 }
 
+void ZstdContextFree::operator()(ZSTD_CCtx_s* c) const { ZSTD_freeCCtx(c); }
+void ZstdContextFree::operator()(ZSTD_DCtx_s* d) const { ZSTD_freeDCtx(d); }
+
 void TraceWriter::write_framed(uint32_t flags, std::span<const uint8_t> raw, uint32_t records) {
   std::span<const uint8_t> stored = raw;
   if (opts_.compress && !raw.empty()) {
-    scratch_.resize(ZSTD_compressBound(raw.size()));
-    size_t n = ZSTD_compress(scratch_.data(), scratch_.size(), raw.data(), raw.size(), opts_.zstd_level);
+    if (!cctx_) cctx_.reset(ZSTD_createCCtx());
+    // Sized exactly, never doubled (its old bytes are not needed): a chunk a little larger
+    // than the last would otherwise leave it twice the size it needs.
+    const size_t need = sizeof(ChunkHeader) + ZSTD_compressBound(raw.size());
+    if (scratch_.size() < need) {
+      std::vector<uint8_t>().swap(scratch_);
+      scratch_.resize(need);
+    }
+    uint8_t* dst = scratch_.data() + sizeof(ChunkHeader);
+    const size_t cap = scratch_.size() - sizeof(ChunkHeader);
+    size_t n = cctx_ ? ZSTD_compressCCtx(cctx_.get(), dst, cap, raw.data(), raw.size(), opts_.zstd_level)
+                     : ZSTD_compress(dst, cap, raw.data(), raw.size(), opts_.zstd_level);
     if (!ZSTD_isError(n) && n < raw.size()) {
-      stored = std::span<const uint8_t>(scratch_.data(), n);
+      stored = std::span<const uint8_t>(dst, n);
       flags |= kChunkZstd;
     }
   }
   ChunkHeader h{kChunkMagic, flags, uint32_t(stored.size()), uint32_t(raw.size()), records, 0};
   h.crc = chunk_crc(h, stored.data());
+  if (flags & kChunkZstd) {
+    // The header goes into the room before the compressed bytes: one write, no copy.
+    std::memcpy(scratch_.data(), &h, sizeof(h));
+    write_all(scratch_.data(), sizeof(h) + stored.size());
+    return;
+  }
   // One write per chunk keeps a concurrent kill from leaving a header without its payload
   // more often than necessary; the reader copes with that case anyway.
   std::vector<uint8_t> out(sizeof(h) + stored.size());
@@ -429,14 +448,21 @@ bool TraceReader::next_chunk(const std::function<void(const RecordView&)>& fn) {
                        std::to_string(h.raw_size) + " bytes can hold (" + std::to_string(h.raw_size / sizeof(RecordPrefix)) +
                        ")");
   if (chunk_at + sizeof(h) + h.stored_size > file_size_) return truncated();
-  stored_.resize(h.stored_size);
+  // The buffers are sized exactly when they grow, never doubled (their old bytes are not needed).
+  auto fit = [](std::vector<uint8_t>& v, size_t n) {
+    if (v.capacity() < n) std::vector<uint8_t>().swap(v);
+    v.resize(n);
+  };
+  fit(stored_, h.stored_size);
   if (read_at_most(stored_.data(), h.stored_size) != h.stored_size) return truncated();
   if (chunk_crc(h, stored_.data()) != h.crc && verify_checksums()) fail(chunk_at, "chunk checksum mismatch (corrupt file)");
   if (h.flags & kChunkEndOfTrace) stats_.complete = true;
   const std::vector<uint8_t>* raw = &stored_;
   if (h.flags & kChunkZstd) {
-    raw_.resize(h.raw_size);
-    size_t n = ZSTD_decompress(raw_.data(), raw_.size(), stored_.data(), stored_.size());
+    fit(raw_, h.raw_size);
+    if (!dctx_) dctx_.reset(ZSTD_createDCtx());
+    size_t n = dctx_ ? ZSTD_decompressDCtx(dctx_.get(), raw_.data(), raw_.size(), stored_.data(), stored_.size())
+                     : ZSTD_decompress(raw_.data(), raw_.size(), stored_.data(), stored_.size());
     if (ZSTD_isError(n) || n != h.raw_size)
       fail(chunk_at, std::string("cannot decompress chunk: ") +
                          (ZSTD_isError(n) ? ZSTD_getErrorName(n) : "size mismatch"));

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -15,7 +16,17 @@
 
 #include "traceformat/records.h"
 
+struct ZSTD_CCtx_s;
+struct ZSTD_DCtx_s;
+
 namespace streamrace::trace {
+
+// Frees a zstd context (the writer's and the reader's, each reused for every chunk: a context
+// per ZSTD_compress/ZSTD_decompress call costs an allocation and its set-up every chunk).
+struct ZstdContextFree {
+  void operator()(ZSTD_CCtx_s* c) const;
+  void operator()(ZSTD_DCtx_s* d) const;
+};
 
 // Everything the header carries. Unknown keys read from a newer file land in `extra`.
 struct TraceHeader {
@@ -83,6 +94,7 @@ class ChunkBuilder {
   bool empty() const { return records_ == 0; }
   std::span<const uint8_t> payload() const { return buf_; }
   void clear() { buf_.clear(); records_ = 0; }
+  void reserve(size_t bytes) { buf_.reserve(bytes); }
   // Moves this builder's records onto the end of `into` (the flusher merges thread buffers).
   void append_to(ChunkBuilder& into) const;
 
@@ -122,7 +134,9 @@ class TraceWriter {
   std::string path_;
   WriterOptions opts_;
   uint64_t offset_ = 0;
-  std::vector<uint8_t> scratch_;
+  std::vector<uint8_t> scratch_;  // a compressed chunk, after room for its header
+  // ZSTD_compressCCtx at the level ignores every other setting: the bytes are ZSTD_compress's.
+  std::unique_ptr<ZSTD_CCtx_s, ZstdContextFree> cctx_;
 };
 
 struct ReadStats {
@@ -169,6 +183,7 @@ class TraceReader {
   ReadStats stats_;
   std::vector<std::string> warnings_;
   std::vector<uint8_t> stored_, raw_;
+  std::unique_ptr<ZSTD_DCtx_s, ZstdContextFree> dctx_;
   bool done_ = false;
 };
 

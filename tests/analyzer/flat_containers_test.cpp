@@ -1,7 +1,9 @@
 // FlatHashMap and InlineVector (the shadow's and the happens-before engine's containers)
-// against the standard containers they replace, over random operations.
+// against the standard containers they replace, over random operations; RacingPairs (the
+// findings' packed call pairs) against a vector of pairs.
 #include "analyzer/flat_hash_map.h"
 #include "analyzer/inline_vector.h"
+#include "analyzer/racing_pairs.h"
 
 #include <gtest/gtest.h>
 
@@ -12,6 +14,36 @@
 
 namespace streamrace::analysis {
 namespace {
+
+TEST(RacingPairs, PacksTheAnalysisOrderInAFewBytesAndRoundTripsAnyOrder) {
+  // The analysis's order: later seqs rising a little, earlier a little before each.
+  RacingPairs packed;
+  EXPECT_TRUE(packed.empty());
+  EXPECT_EQ(packed.begin(), packed.end());
+  const std::vector<RacingPair> usual = {{702, 719}, {718, 735}, {734, 751}, {750, 767}};
+  for (const auto& p : usual) packed.push_back(p);
+  // (719 - 0) zigzagged is 1438: 2 bytes; every other number 1 byte (16 -> 32, 17 -> 34).
+  EXPECT_EQ(packed.packed_bytes(), 2u + 1 + 3 * 2);
+  EXPECT_EQ(packed.size(), 4u);
+  EXPECT_EQ(packed.front(), (RacingPair{702, 719}));
+  EXPECT_EQ(std::vector<RacingPair>(packed.begin(), packed.end()), usual);
+
+  // Any order and any size round-trips: falling seqs, an earlier seq after the later one, the
+  // largest values.
+  std::mt19937_64 rng(11);
+  std::vector<RacingPair> any = {{0, 0}, {5, 3}, {UINT64_MAX, 0}, {0, UINT64_MAX}, {UINT64_MAX, UINT64_MAX}, {1, 2}};
+  for (int i = 0; i < 10000; ++i) any.push_back({rng(), rng() >> (rng() % 64)});
+  RacingPairs all;
+  for (const auto& p : any) all.push_back(p);
+  EXPECT_EQ(all.size(), any.size());
+  EXPECT_EQ(std::vector<RacingPair>(all.begin(), all.end()), any);
+  RacingPairs copy = all;
+  EXPECT_EQ(copy, all);
+  copy.clear();
+  EXPECT_TRUE(copy.empty());
+  EXPECT_EQ(copy.packed_bytes(), 0u);
+  EXPECT_FALSE(copy == all);
+}
 
 TEST(FlatHashMap, MatchesUnorderedMapOverRandomInsertsAndErases) {
   std::mt19937_64 rng(7);

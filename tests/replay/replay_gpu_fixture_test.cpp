@@ -149,7 +149,9 @@ TEST_P(GpuReplayFixture, ApplyFixRemovesTheNoneFindingsAndAddsNone) {
   EXPECT_TRUE(r.fixed());
   EXPECT_TRUE(r.after.clean()) << r.after.findings.size() << " finding(s) after the fix";
   EXPECT_EQ(r.rounds, want.at("rounds").get<uint32_t>());
-  EXPECT_EQ(r.total_edits(), want.at("edits").get<size_t>());
+  // expected.json counts an edit per ordered pair (the former editor's record + wait with an
+  // event each); each is now one record and one wait, of one event per stream pair and round.
+  EXPECT_EQ(r.total_edits(), 2 * want.at("edits").get<size_t>());
   for (const auto& t : r.traces) EXPECT_TRUE(t.warnings.empty()) << t.source << ": " << t.warnings.front();
   fs::remove_all(out);
 }
@@ -173,7 +175,15 @@ TEST_P(GpuReplayFixture, ApplyFixInOneRoundGivesTheSameVerdict) {
   EXPECT_TRUE(r.fixed());
   EXPECT_TRUE(r.after.clean()) << r.after.findings.size() << " finding(s) after the fix";
   EXPECT_EQ(r.rounds, 1u);
-  EXPECT_EQ(r.total_edits(), 1260u);  // every occurrence pair: 630 per finding
+  // Every occurrence pair (630 per finding, 1260) is ordered by one event per stream pair: a
+  // record and a wait per pair of the first finding; the second finding's pairs are ordered
+  // by them already.
+  size_t events = 0, records = 0, waits = 0;
+  for (const auto& t : r.traces) events += t.events, records += t.records, waits += t.waits;
+  EXPECT_EQ(events, 2u);
+  EXPECT_EQ(records, 630u);
+  EXPECT_EQ(waits, 630u);
+  EXPECT_EQ(r.total_edits(), 1260u);
   for (const auto& t : r.traces) EXPECT_TRUE(t.warnings.empty()) << t.source << ": " << t.warnings.front();
   fs::remove_all(out);
 }
@@ -194,7 +204,7 @@ TEST(GpuReplayFixtureCap, PartialEditsAtTheRoundCapAddNoFinding) {
   EXPECT_TRUE(r.hit_round_cap);
   EXPECT_FALSE(r.fixed());
   EXPECT_EQ(r.rounds, 32u);
-  EXPECT_EQ(r.total_edits(), 64u);
+  EXPECT_EQ(r.total_edits(), 128u);  // 32 rounds x 2 findings x (a record and a wait)
   EXPECT_EQ(r.verdict.remaining.size(), 2u);
   EXPECT_TRUE(r.verdict.introduced.empty());
   ASSERT_EQ(r.after.findings.size(), 2u);

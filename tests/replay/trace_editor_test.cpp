@@ -113,6 +113,11 @@ TEST(TraceEditor, InsertsTheRecordAndTheWaitExactlyWhereTheFixSays) {
   TraceEditor ed(path);
   EXPECT_EQ(ed.calls(), 7u);
   ed.add_edit(fe);
+  ed.add_edit(fe);  // the same edit again adds nothing
+  EXPECT_EQ(ed.events(), 1u);
+  EXPECT_EQ(ed.records(), 1u);
+  EXPECT_EQ(ed.waits(), 1u);
+  EXPECT_EQ(ed.edits(), 2u);
   const std::string out = dir + "/rank0.fixed.srace";
   ed.write(out);
 
@@ -120,8 +125,8 @@ TEST(TraceEditor, InsertsTheRecordAndTheWaitExactlyWhereTheFixSays) {
   auto got = read_back(out);
   EXPECT_EQ(got.header.host, orig.header.host);
   EXPECT_EQ(got.header.rank, orig.header.rank);
-  EXPECT_EQ(got.header.producer, orig.header.producer + " (edited by streamrace replay: 1 fix edits)");
-  EXPECT_EQ(got.header.extra.at("streamrace_fix_edits"), "1");
+  EXPECT_EQ(got.header.producer, orig.header.producer + " (edited by streamrace replay: 2 fix edits)");
+  EXPECT_EQ(got.header.extra.at("streamrace_fix_edits"), "2");
   ASSERT_EQ(got.calls.size(), orig.calls.size() + 3);
   for (size_t i = 0; i < got.calls.size(); ++i) EXPECT_EQ(got.calls[i].call.seq, i) << "dense seqs";
   const uint64_t ev = kFixEventBase;
@@ -282,7 +287,12 @@ TEST(TraceEditor, ApplyingEveryFixToZeroStage12RemovesEveryFindingWithoutNewOnes
   auto res = apply_record_fixes(paths, o);
   // Two WAR findings (copy-back vs the next copy-in), counted per conflicting access pair (32
   // and 16 over both ranks, half per rank). One round edits every listed pair on both ranks
-  // (999u distinct record/wait pairs per rank) and its analysis is the verdict.
+  // and its analysis is the verdict. Per rank and step the reduction stream's all-reduce
+  // races with 4 later copy-ins on the legacy stream (first finding) and the copy-back on the
+  // compute stream with 2 of them (second): 12 pairs per step, 24 per rank, ordered by one
+  // event per stream pair (2 per rank), a record after the all-reduce and after the copy-back
+  // and a wait before the first copy-in of each step; the later copy-ins' waits would join
+  // the same records again and are left out: 4 records + 4 waits per rank.
   ASSERT_EQ(res.before.findings.size(), 2u);
   const uint64_t occ[2] = {32, 16};
   for (size_t i = 0; i < 2; ++i) {
@@ -301,8 +311,12 @@ TEST(TraceEditor, ApplyingEveryFixToZeroStage12RemovesEveryFindingWithoutNewOnes
   EXPECT_TRUE(res.fixed());
   EXPECT_EQ(res.rounds, 1u);
   ASSERT_EQ(res.traces.size(), 2u);
-  EXPECT_EQ(res.traces[0].edits, 24u);
-  EXPECT_EQ(res.traces[1].edits, 24u);
+  for (const auto& t : res.traces) {
+    EXPECT_EQ(t.events, 2u);
+    EXPECT_EQ(t.records, 4u);
+    EXPECT_EQ(t.waits, 4u);
+    EXPECT_EQ(t.edits, 8u);
+  }
   for (const auto& t : res.traces) EXPECT_TRUE(fs::exists(t.edited)) << t.edited;
   // Only the final traces stay in the output directory.
   size_t files = 0;
@@ -327,7 +341,8 @@ TEST(TraceEditor, OneOccurrencePerRoundGivesTheSameVerdictInEightRounds) {
   // Two WAR findings (copy-back vs the next copy-in), counted per conflicting access pair (32
   // and 16 over both ranks, half per rank). One edit orders several occurrences; one edit per
   // finding per round, in where[0]'s trace (rank 0 until it is clean, then rank 1): 8 rounds,
-  // 8 edits per rank.
+  // 8 ordered pairs per rank, each a record and a wait of the round's event for its stream
+  // pair (2 per round).
   ASSERT_EQ(res.before.findings.size(), 2u);
   const uint64_t occ[2] = {32, 16};
   for (size_t i = 0; i < 2; ++i) {
@@ -346,8 +361,12 @@ TEST(TraceEditor, OneOccurrencePerRoundGivesTheSameVerdictInEightRounds) {
   EXPECT_TRUE(res.fixed());
   EXPECT_EQ(res.rounds, 8u);
   ASSERT_EQ(res.traces.size(), 2u);
-  EXPECT_EQ(res.traces[0].edits, 8u);
-  EXPECT_EQ(res.traces[1].edits, 8u);
+  for (const auto& t : res.traces) {
+    EXPECT_EQ(t.events, 8u);
+    EXPECT_EQ(t.records, 8u);
+    EXPECT_EQ(t.waits, 8u);
+    EXPECT_EQ(t.edits, 16u);
+  }
   for (const auto& t : res.traces) EXPECT_TRUE(fs::exists(t.edited)) << t.edited;
   // Only the final traces stay in the output directory.
   size_t files = 0;
@@ -355,7 +374,7 @@ TEST(TraceEditor, OneOccurrencePerRoundGivesTheSameVerdictInEightRounds) {
   EXPECT_EQ(files, 2u);
 }
 
-TEST(TraceEditor, AFindingThatOccursFiveTimesTakesFiveEdits) {
+TEST(TraceEditor, AFindingThatOccursFiveTimesTakesFiveRecordsAndFiveWaitsOfOneEvent) {
   const std::string dir = temp_dir("five");
   const std::string path = dir + "/rank0.srace";
   {
@@ -377,27 +396,33 @@ TEST(TraceEditor, AFindingThatOccursFiveTimesTakesFiveEdits) {
   RecordFixOptions o;
   o.out_dir = dir + "/fixed";
   auto res = apply_record_fixes({path}, o);
-  // All five in one round (one analysis of the edited trace).
+  // All five in one round (one analysis of the edited trace), with one event (S1 -> S2):
+  // record after each memset, wait before each copy.
   EXPECT_EQ(res.rounds, 1u);
-  EXPECT_EQ(res.total_edits(), 5u);
+  EXPECT_EQ(res.total_edits(), 10u);
+  EXPECT_EQ(res.total_events(), 1u);
   EXPECT_TRUE(res.fixed());
   EXPECT_TRUE(res.after.findings.empty());
   auto got = read_back(res.traces[0].edited);
-  size_t records = 0, waits = 0;
+  size_t creates = 0, records = 0, waits = 0;
   for (const auto& c : got.calls) {
+    creates += c.kind == tr::RecordKind::kEventCreate;
     records += c.kind == tr::RecordKind::kEventRecord;
     waits += c.kind == tr::RecordKind::kStreamWaitEvent;
   }
+  EXPECT_EQ(creates, 1u);
   EXPECT_EQ(records, 5u);
   EXPECT_EQ(waits, 5u);
-  EXPECT_EQ(got.header.extra.at("streamrace_fix_edits"), "5");
+  EXPECT_EQ(got.header.extra.at("streamrace_fix_edits"), "10");
 
-  // The former method takes a round per occurrence: the same five edits in five rounds.
+  // The former method takes a round per occurrence: the same five records and waits in five
+  // rounds, with an event per round.
   o.out_dir = dir + "/one-per-round";
   o.one_occurrence_per_round = true;
   auto slow = apply_record_fixes({path}, o);
   EXPECT_EQ(slow.rounds, 5u);
-  EXPECT_EQ(slow.total_edits(), 5u);
+  EXPECT_EQ(slow.total_edits(), 10u);
+  EXPECT_EQ(slow.total_events(), 5u);
   EXPECT_TRUE(slow.fixed());
   EXPECT_EQ(slow.verdict.removed, res.verdict.removed);
 
@@ -407,9 +432,64 @@ TEST(TraceEditor, AFindingThatOccursFiveTimesTakesFiveEdits) {
   auto capped = apply_record_fixes({path}, o);
   EXPECT_TRUE(capped.hit_round_cap);
   EXPECT_EQ(capped.rounds, 2u);
-  EXPECT_EQ(capped.total_edits(), 2u);
+  EXPECT_EQ(capped.total_edits(), 4u);
   EXPECT_FALSE(capped.fixed());
   EXPECT_EQ(capped.verdict.remaining.size(), 1u);
+}
+
+// One event per stream pair: of the records after earlier calls only the latest before a wait
+// is written (the wait would see no other), of the waits only the first after a record (the
+// stream already holds it), unless the wait's stream was created anew in between.
+TEST(TraceEditor, OneEventPerStreamPairWritesOnlyTheRecordsAndWaitsThatOrderSomething) {
+  const std::string dir = temp_dir("one_event");
+  const std::string path = dir + "/rank0.srace";
+  uint64_t S1, S2, m1, m2, c1, c2, c3;
+  {
+    tr::TraceBuilder b(path, tr::TraceBuilder::default_header(0));
+    S1 = b.create_stream();
+    S2 = b.create_stream();
+    const uint64_t A = b.alloc(4096), B = b.alloc(4096), X = b.alloc(4096), Y = b.alloc(4096), Z = b.alloc(4096);
+    m1 = b.next_seq();
+    b.memset(S1, A, 4096);
+    m2 = b.next_seq();
+    b.memset(S1, B, 4096);
+    c1 = b.next_seq();
+    b.memcpy(S2, X, A, 4096);  // reads what m1 wrote
+    c2 = b.next_seq();
+    b.memcpy(S2, Y, B, 4096);  // reads what m2 wrote
+    b.destroy_stream(S2);
+    b.create_stream(tr::kStreamNonBlocking, 0, 0, S2);  // the same handle: a new stream
+    c3 = b.next_seq();
+    b.memcpy(S2, Z, B, 4096);  // reads what m2 wrote, on the new stream
+    b.finish();
+  }
+  size_t occurrences = 0;
+  for (const auto& f : analyze_traces({path}).findings) occurrences += f.occurrences;
+  EXPECT_EQ(occurrences, 3u);
+
+  TraceEditor ed(path);
+  ed.add_edit({S1, m1, S2, c1});
+  ed.add_edit({S1, m2, S2, c2});
+  ed.add_edit({S1, m2, S2, c3});
+  EXPECT_EQ(ed.events(), 1u);
+  EXPECT_EQ(ed.records(), 1u);  // after m2: the wait before c1 sees it, and it holds m1
+  EXPECT_EQ(ed.waits(), 2u);    // before c1, and before c3 on the new S2 (not before c2)
+  ed.write(dir + "/fixed.srace");
+  auto got = read_back(dir + "/fixed.srace");
+  using K = tr::RecordKind;
+  std::vector<K> kinds;
+  for (const auto& c : got.calls) kinds.push_back(c.kind);
+  const std::vector<K> want = {K::kStreamCreate, K::kStreamCreate,   K::kAlloc,       K::kAlloc,         K::kAlloc,
+                               K::kAlloc,        K::kAlloc,          K::kMemset,      K::kMemset,        K::kEventCreate,
+                               K::kEventRecord,  K::kStreamWaitEvent, K::kMemcpy,     K::kMemcpy,        K::kStreamDestroy,
+                               K::kStreamCreate, K::kStreamWaitEvent, K::kMemcpy};
+  EXPECT_EQ(kinds, want);
+  ASSERT_EQ(got.calls.size(), want.size());
+  EXPECT_EQ(got.calls[10].stream, S1);
+  EXPECT_EQ(got.calls[11].stream, S2);
+  EXPECT_EQ(got.calls[16].stream, S2);
+  for (size_t i : {9, 10, 11, 16}) EXPECT_EQ(got.calls[i].event, kFixEventBase) << i;
+  EXPECT_TRUE(analyze_traces({dir + "/fixed.srace"}).clean());
 }
 
 namespace {
@@ -481,11 +561,35 @@ TEST(TraceEditor, AnIndexBuiltWhileTheAnalysisReadsEditsLikeTheEditorsOwnRead) {
     for (const auto& f : v.findings)
       for (const auto& p : f.where[0].pairs)
         ed->add_edit({*ed->stream_of_call(p.earlier_seq), p.earlier_seq, *ed->stream_of_call(p.later_seq), p.later_seq});
-  EXPECT_EQ(shared.edits(), 5u);
-  EXPECT_EQ(alone.edits(), 5u);
+  // RAW S1 -> S2: a record after each of the 3 memsets, a wait before each copy; WAR S2 -> S1:
+  // a record after the first 2 copies, a wait before the next memset. Two events.
+  for (TraceEditor* ed : {&shared, &alone}) {
+    EXPECT_EQ(ed->events(), 2u);
+    EXPECT_EQ(ed->records(), 5u);
+    EXPECT_EQ(ed->waits(), 5u);
+  }
   EXPECT_EQ(shared.write(dir + "/shared.srace"), alone.write(dir + "/alone.srace"));
   EXPECT_EQ(file_bytes(dir + "/shared.srace"), file_bytes(dir + "/alone.srace"));
   EXPECT_TRUE(analyze_traces({dir + "/shared.srace"}).clean());
+
+  // An index that keeps the records as the analysis read them edits from them, to the same
+  // bytes; one whose records pass its limit gives them up and reads the trace again.
+  for (size_t limit : {size_t(1) << 20, size_t(64)}) {
+    std::optional<CallIndex> kept;
+    analyze_traces({path}, [&](const std::string& p) -> tr::RecordObserver* {
+      kept.emplace(p).keep_records(limit);
+      return &*kept;
+    });
+    ASSERT_TRUE(kept.has_value());
+    EXPECT_EQ(kept->has_records(), limit > 64) << limit;
+    TraceEditor ed(std::move(*kept));
+    for (const auto& f : v.findings)
+      for (const auto& p : f.where[0].pairs)
+        ed.add_edit({*ed.stream_of_call(p.earlier_seq), p.earlier_seq, *ed.stream_of_call(p.later_seq), p.later_seq});
+    const std::string out = dir + "/kept" + std::to_string(limit) + ".srace";
+    ed.write(out);
+    EXPECT_EQ(file_bytes(out), file_bytes(dir + "/alone.srace")) << limit;
+  }
 }
 
 // The record after a call goes after the records that belong to the call (its timing and its
@@ -615,7 +719,7 @@ TEST(TraceEditor, ATraceThatChangedSinceItsIndexIsNamed) {
     FAIL() << "no error";
   } catch (const tr::TraceError& e) {
     EXPECT_EQ(std::string(e.what()),
-              path + ": the trace no longer holds the calls its index named (0 of 1 edits placed)");
+              path + ": the trace no longer holds the calls its index named (1 of 2 edits placed)");
   }
   EXPECT_FALSE(std::filesystem::exists(dir + "/fixed.srace")) << "the partial output is removed";
 }

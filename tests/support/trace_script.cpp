@@ -294,9 +294,12 @@ void Interpreter::line(const std::string& verb, Args a) {
     a.done(1);
   } else if (verb == "event") {
     uint32_t flags = uint32_t(number(a.option("flags", "0")));
+    // handle=NAME|N: the handle of an event destroyed earlier, as cudaEventCreate may return again.
+    const std::string h = a.option("handle", "0");
+    const uint64_t handle = addr(h);
     const std::string n = a.at(0, "event name");
     a.done(1);
-    bind(n, b().create_event(flags));
+    bind(n, b().create_event(flags, handle));
   } else if (verb == "destroy-event") {
     b().destroy_event(name(a.at(0, "event")));
     a.done(1);

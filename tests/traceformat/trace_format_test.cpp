@@ -2,7 +2,10 @@
 // corrupt, empty, foreign, wrong version) with the exact error or warning text.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
+
+#include <zstd.h>
 
 #include "support/trace_test_support.h"
 #include "traceformat/trace_file.h"
@@ -69,6 +72,61 @@ TEST(TraceFormat, RoundTripKeepsHeaderAndRecords) {
     EXPECT_EQ(std::count(kinds.begin(), kinds.end(), trace::RecordKind::kStreamCreate), 2);
     EXPECT_EQ(std::count(kinds.begin(), kinds.end(), trace::RecordKind::kAlloc), 1);
   }
+}
+
+// The writer reuses one zstd context for all its chunks: each chunk's stored bytes are still
+// exactly what ZSTD_compress makes of it alone (what the writer wrote before), so readers of
+// every version read them; the reader (its own reused context) gives back every record.
+TEST(TraceFormat, ChunksOfOneWriterAreEachWhatZstdCompressMakesAlone) {
+  TempDir dir;
+  const std::string path = dir.file("many.srace");
+  std::vector<uint64_t> events;
+  {
+    trace::TraceWriter w(path, TraceBuilder::default_header(0));
+    uint64_t seq = 0;
+    for (int c = 0; c < 6; ++c) {
+      trace::ChunkBuilder chunk;
+      for (int i = 0; i < 20000 + 7000 * c; ++i) {
+        trace::EventCreate r{};
+        r.call.seq = seq++;
+        r.event = 0x1000 + (seq * 2654435761u) % 977;  // compressible, not constant
+        events.push_back(r.event);
+        chunk.add(r);
+      }
+      w.write_chunk(chunk);
+    }
+    w.close();
+  }
+  const std::string bytes = read_bytes(path);
+  uint32_t body = 0;
+  std::memcpy(&body, bytes.data() + 12, 4);
+  size_t at = 16 + body + 4;  // fixed header, its fields, crc
+  size_t compressed = 0, chunks = 0;
+  while (at < bytes.size()) {
+    uint32_t head[6];  // magic, flags, stored size, raw size, records, crc
+    ASSERT_LE(at + sizeof(head), bytes.size());
+    std::memcpy(head, bytes.data() + at, sizeof(head));
+    ASSERT_EQ(head[0], trace::kChunkMagic);
+    const std::string stored = bytes.substr(at + sizeof(head), head[2]);
+    if (head[1] & trace::kChunkZstd) {
+      std::string raw(head[3], '\0');
+      ASSERT_EQ(ZSTD_decompress(raw.data(), raw.size(), stored.data(), stored.size()), raw.size());
+      std::string alone(ZSTD_compressBound(raw.size()), '\0');
+      alone.resize(ZSTD_compress(alone.data(), alone.size(), raw.data(), raw.size(), 1));
+      EXPECT_EQ(stored, alone) << "chunk " << chunks;
+      ++compressed;
+    }
+    ++chunks;
+    at += sizeof(head) + head[2];
+  }
+  EXPECT_EQ(at, bytes.size());
+  EXPECT_EQ(chunks, 7u);  // six data chunks and the end marker
+  EXPECT_EQ(compressed, 6u);
+  TraceReader r(path);
+  std::vector<uint64_t> got;
+  r.for_each([&](const trace::RecordView& v) { got.push_back(v.as<trace::EventCreate>().event); });
+  EXPECT_EQ(got, events);
+  EXPECT_TRUE(r.stats().complete);
 }
 
 TEST(TraceFormat, TruncatedFileIsReadUpToItsLastWholeChunk) {
