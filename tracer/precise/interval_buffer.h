@@ -24,7 +24,7 @@ namespace streamrace::tracer::precise {
 inline constexpr uint32_t kMaxGranules = 128;       // entries per launch slot
 inline constexpr uint32_t kMaxCoarse = 64;          // coarse entries per launch slot
 inline constexpr uint32_t kCoarseExtraShift = 6;    // a coarse entry covers 64 granules
-inline constexpr uint32_t kProbeLimit = 16;         // probes before an access goes coarser
+inline constexpr uint32_t kProbeLimit = 32;         // probes before an access goes coarser
 inline constexpr uint32_t kDefaultGranuleShift = 20;  // 1 MiB granules
 
 inline constexpr uint32_t kDirRead = 1u;
