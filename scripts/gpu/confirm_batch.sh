@@ -20,7 +20,7 @@ STAGES=${STAGES:-"confirm scaling"}
 START=$(date +%s)
 DEADLINE_S=${DEADLINE_S:-540}
 S="$OUT/summary.txt"
-left() { echo $(( DEADLINE_S - ($(date +%s) - START) )); }
+source scripts/gpu/batch_lib.sh
 
 {
   echo "== machine $(date -u +%FT%TZ)"
@@ -34,13 +34,7 @@ build_samples() {
   local pids=()
   for f in samples/cuda/*.cu samples/precise/views.cu; do
     local b; b=$(basename "$f" .cu); local extra=""
-    case $b in *nccl*) 
-      local PYNCCL; PYNCCL=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
-      local inc=/usr/local/cuda/include; [ -f $inc/nccl.h ] || inc=$PYNCCL/include
-      local lib=/usr/local/cuda/lib64; ls $lib/libnccl.so* >/dev/null 2>&1 || lib=$PYNCCL/lib
-      mkdir -p /tmp/ncclink; ln -sf "$lib"/libnccl.so.2 /tmp/ncclink/libnccl.so
-      extra="-I$inc -L/tmp/ncclink -lnccl -Xlinker -rpath,$lib" ;;
-    esac
+    case $b in *nccl*) extra=$(nccl_nvcc_flags) ;; esac
     timeout 180 nvcc -O2 -arch=sm_90 -std=c++17 -cudart shared -o /tmp/sr_samples/$b "$f" $extra \
       -Xlinker -rpath,/usr/local/cuda/lib64 > "$R/runs/nvcc_$b.log" 2>&1 &
     pids+=($!)
@@ -51,15 +45,10 @@ build_samples() {
 
 # run_confirm NAME TIMEOUT CMD... : `run --confirm`, one summary line: exit status, seconds,
 # and the report's SUMMARY and --confirm lines.
+ONE_GREP="^streamrace: --confirm|SUMMARY|^streamrace run --confirm" ONE_CUT=400 ONE_MARGIN=30
 run_confirm() {
   local name=$1 to=$2; shift 2
-  if [ "$(left)" -lt $(( to + 30 )) ]; then echo "$name skipped (deadline)" >> "$S"; return; fi
-  local dir="$R/runs/$name"; mkdir -p "$dir"
-  local t0; t0=$(date +%s)
-  timeout -k 5 "$to" "$SR" run --confirm --no-color -o "$dir/traces" -- "$@" > "$dir/log.txt" 2>&1
-  local rc=$?
-  local summary; summary=$(grep -E "^streamrace: --confirm|SUMMARY|^streamrace run --confirm" "$dir/log.txt" | tr '\n' ' ' | cut -c1-400)
-  echo "$name rc=$rc secs=$(( $(date +%s) - t0 )) $summary" >> "$S"
+  one "$name" "$to" "$SR" run --confirm --no-color -o "$R/runs/$name/traces" -- "$@"
 }
 
 if [[ " $STAGES " == *" confirm "* ]]; then

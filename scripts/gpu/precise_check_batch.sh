@@ -18,19 +18,10 @@ SR="$(pwd)/gpu-carry/bin/streamrace"
 START=$(date +%s)
 DEADLINE_S=${DEADLINE_S:-420}
 S="$OUT/summary.txt"
-left() { echo $(( DEADLINE_S - ($(date +%s) - START) )); }
+source scripts/gpu/batch_lib.sh
 { echo "== $(date -u +%FT%TZ)"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; cat gpu-carry/COMMIT
   python3 -c 'import torch; print("torch", torch.__version__)'; } > "$S" 2>&1
-# one NAME TIMEOUT CMD... ; with FIX=1 the run's traces go to fixtures/NAME (via -o).
-one() {
-  local name=$1 to=$2; shift 2
-  if [ "$(left)" -lt $(( to + 10 )) ]; then echo "$name skipped (deadline)" >> "$S"; return; fi
-  local dir="$R/runs/$name"; mkdir -p "$dir"
-  local t0; t0=$(date +%s)
-  timeout -k 5 "$to" "$@" > "$dir/log.txt" 2>&1
-  local rc=$?
-  echo "$name rc=$rc secs=$(( $(date +%s) - t0 )) $(grep -E "^streamrace: --confirm|SUMMARY|launches measured|median_step_ms|had no measured|^  (confirmed|gone|still possible):|rror|signal" "$dir/log.txt" | tr '\n' ' ' | cut -c1-1200)" >> "$S"
-}
+ONE_GREP="^streamrace: --confirm|SUMMARY|launches measured|median_step_ms|had no measured|^  (confirmed|gone|still possible):|rror|signal" ONE_CUT=1200
 for b in async_copy views; do
   timeout 120 nvcc -O2 -arch=sm_90 -std=c++17 -cudart shared -o /tmp/sr_samples/$b samples/precise/$b.cu -Xlinker -rpath,/usr/local/cuda/lib64 &
 done

@@ -12,16 +12,9 @@ SR="$(pwd)/gpu-carry/bin/streamrace"
 START=$(date +%s)
 DEADLINE_S=${DEADLINE_S:-300}
 S="$OUT/summary.txt"
-left() { echo $(( DEADLINE_S - ($(date +%s) - START) )); }
+source scripts/gpu/batch_lib.sh
 { echo "== $(date -u +%FT%TZ)"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; cat gpu-carry/COMMIT; } > "$S" 2>&1
-one() {
-  local name=$1 to=$2; shift 2
-  if [ "$(left)" -lt $(( to + 10 )) ]; then echo "$name skipped (deadline)" >> "$S"; return; fi
-  local dir="$R/runs/$name"; mkdir -p "$dir"
-  local t0; t0=$(date +%s)
-  timeout -k 5 "$to" "$@" > "$dir/log.txt" 2>&1
-  echo "$name rc=$? secs=$(( $(date +%s) - t0 )) $(grep -E "SUMMARY|launches measured|median_step_ms|had no measured|rror|signal" "$dir/log.txt" | tr '\n' ' ' | cut -c1-700)" >> "$S"
-}
+ONE_GREP="SUMMARY|launches measured|median_step_ms|had no measured|rror|signal" ONE_CUT=700
 for b in async_copy views; do
   timeout 120 nvcc -O2 -arch=sm_90 -std=c++17 -cudart shared -o /tmp/sr_samples/$b samples/precise/$b.cu -Xlinker -rpath,/usr/local/cuda/lib64 &
 done

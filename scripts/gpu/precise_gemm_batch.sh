@@ -14,17 +14,9 @@ SR="$(pwd)/gpu-carry/bin/streamrace"
 START=$(date +%s)
 DEADLINE_S=${DEADLINE_S:-300}
 S="$OUT/summary.txt"
-left() { echo $(( DEADLINE_S - ($(date +%s) - START) )); }
+source scripts/gpu/batch_lib.sh
 { echo "== $(date -u +%FT%TZ)"; nvidia-smi --query-gpu=name,driver_version --format=csv,noheader; cat gpu-carry/COMMIT; } > "$S"
-one() {
-  local name=$1 to=$2; shift 2
-  if [ "$(left)" -lt $(( to + 10 )) ]; then echo "$name skipped (deadline)" >> "$S"; return; fi
-  local dir="$R/runs/$name"; mkdir -p "$dir"
-  local t0; t0=$(date +%s)
-  timeout -k 5 "$to" "$@" > "$dir/log.txt" 2>&1
-  local rc=$?
-  echo "$name rc=$rc secs=$(( $(date +%s) - t0 )) $(grep -E "^streamrace: --confirm|SUMMARY|launches measured|^gemm|  (confirmed|gone|still possible):" "$dir/log.txt" | tr '\n' ' ' | cut -c1-900)" >> "$S"
-}
+ONE_GREP="^streamrace: --confirm|SUMMARY|launches measured|^gemm|  (confirmed|gone|still possible):" ONE_CUT=900
 for c in gemm_in_racy gemm_in_clean gemm_out_racy gemm_out_clean; do
   one "${c}_confirm" 60 "$SR" run --confirm --no-color -o "$R/runs/${c}_confirm/t" -- python3 samples/precise/torch_views.py $c
   one "${c}_precise" 60 "$SR" run --precise=all --no-color -o "$R/runs/${c}_precise/t" -- python3 samples/precise/torch_views.py $c

@@ -20,7 +20,7 @@ DEADLINE_S=${DEADLINE_S:-560}
 STAGES=${STAGES:-"graphs zero2 confirm"}
 S="$OUT/summary.txt"
 Z="$OUT/zero2.txt"
-left() { echo $(( DEADLINE_S - ($(date +%s) - START) )); }
+source scripts/gpu/batch_lib.sh
 {
   echo "== machine $(date -u +%FT%TZ)"
   nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader
@@ -28,28 +28,12 @@ left() { echo $(( DEADLINE_S - ($(date +%s) - START) )); }
   "$SR" --version; cat gpu-carry/COMMIT
 } > "$S" 2>&1
 
-# one NAME TIMEOUT CMD... : a run, one summary line (status, seconds, report lines).
-one() {
-  local name=$1 to=$2; shift 2
-  if [ "$(left)" -lt $(( to + 20 )) ]; then echo "$name skipped (deadline)" >> "$S"; return; fi
-  local dir="$R/runs/$name"; mkdir -p "$dir"
-  local t0; t0=$(date +%s)
-  timeout -k 5 "$to" "$@" > "$dir/log.txt" 2>&1
-  local rc=$?
-  local lines; lines=$(grep -E "^streamrace: --confirm|SUMMARY|^streamrace run --confirm|precise mode:|median_step_ms|rror" "$dir/log.txt" | tr '\n' ' ' | cut -c1-600)
-  echo "$name rc=$rc secs=$(( $(date +%s) - t0 )) $lines" >> "$S"
-}
+ONE_GREP="^streamrace: --confirm|SUMMARY|^streamrace run --confirm|precise mode:|median_step_ms|rror" ONE_MARGIN=20
 
 if [[ " $STAGES " == *" graphs "* ]]; then
   for b in graph_side_stream graph_two_branches graph_explicit graph_nccl_allreduce; do
     f=samples/cuda/$b.cu; extra=""
-    case $b in *nccl*)
-      PYNCCL=$(python3 -c 'import nvidia.nccl; print(list(nvidia.nccl.__path__)[0])' 2>/dev/null)
-      inc=/usr/local/cuda/include; [ -f $inc/nccl.h ] || inc=$PYNCCL/include
-      lib=/usr/local/cuda/lib64; ls $lib/libnccl.so* >/dev/null 2>&1 || lib=$PYNCCL/lib
-      mkdir -p /tmp/ncclink; ln -sf "$lib"/libnccl.so.2 /tmp/ncclink/libnccl.so
-      extra="-I$inc -L/tmp/ncclink -lnccl -Xlinker -rpath,$lib" ;;
-    esac
+    case $b in *nccl*) extra=$(nccl_nvcc_flags) ;; esac
     timeout 180 nvcc -O2 -arch=sm_90 -std=c++17 -cudart shared -o /tmp/sr_samples/$b "$f" $extra -Xlinker -rpath,/usr/local/cuda/lib64 &
   done
   wait

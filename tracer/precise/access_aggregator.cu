@@ -128,8 +128,10 @@ __device__ __forceinline__ void thread_access(LaunchIntervals* slot, uint64_t ad
 
 // A bulk copy's whole range [addr, addr + bytes), the same for every active thread of the
 // warp: the first active lane folds it, granule by granule.
-__device__ __forceinline__ void warp_range(LaunchIntervals* slot, uint64_t addr, uint64_t bytes, uint32_t dirs) {
-  if (bytes == 0 || lane_id() != uint32_t(__ffs(__activemask()) - 1)) return;
+// `userdata` is the launch's slot (none: not measured).
+__device__ __forceinline__ void warp_range(void* userdata, uint64_t addr, uint64_t bytes, uint32_t dirs) {
+  auto* slot = static_cast<LaunchIntervals*>(userdata);
+  if (slot == nullptr || bytes == 0 || lane_id() != uint32_t(__ffs(__activemask()) - 1)) return;
   const uint32_t shift = slot->granule_shift;
   for (uint64_t at = addr, end = addr + bytes; at < end;) {
     const uint64_t key = at >> shift;
@@ -177,9 +179,7 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_bulk_global_t
   (void)dst;
   (void)barrier;
   (void)isMulticast;
-  auto* slot = static_cast<LaunchIntervals*>(userdata);
-  if (slot == nullptr) return SANITIZER_PATCH_SUCCESS;
-  warp_range(slot, src, uint64_t(data & 0xffffu) * 16, kDirRead);
+  warp_range(userdata, src, uint64_t(data & 0xffffu) * 16, kDirRead);
   return SANITIZER_PATCH_SUCCESS;
 }
 
@@ -189,9 +189,7 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_bulk_shared_t
                                                                                          uint32_t numBlocks) {
   (void)pc;
   (void)src;
-  auto* slot = static_cast<LaunchIntervals*>(userdata);
-  if (slot == nullptr) return SANITIZER_PATCH_SUCCESS;
-  warp_range(slot, dst, uint64_t(numBlocks) * 16, kDirWrite);
+  warp_range(userdata, dst, uint64_t(numBlocks) * 16, kDirWrite);
   return SANITIZER_PATCH_SUCCESS;
 }
 
@@ -201,8 +199,6 @@ extern "C" __device__ __noinline__ SanitizerPatchResult streamrace_bulk_reduce_t
                                                                                          uint32_t numBlocks) {
   (void)pc;
   (void)src;
-  auto* slot = static_cast<LaunchIntervals*>(userdata);
-  if (slot == nullptr) return SANITIZER_PATCH_SUCCESS;
-  warp_range(slot, dst, uint64_t(numBlocks) * 16, kDirRead | kDirWrite);
+  warp_range(userdata, dst, uint64_t(numBlocks) * 16, kDirRead | kDirWrite);
   return SANITIZER_PATCH_SUCCESS;
 }
