@@ -26,14 +26,19 @@ struct KernelSignature {
   const char* name_part;  // contained in the kernel's name (mangled or demangled)
   uint32_t param;         // the parameter (0-based) whose leading words are the only pointers
   SignatureCount count;   // how many of its leading 8-byte words are
-  const char* source;     // where the facts come from
+  // The first parameter from which on no word is a pointer (sizes, strides, scalars; a 4-dim
+  // size/stride struct of a 3-dim launch leaves its last entries as the host stack had them,
+  // and two of those 32-bit words can read as a live address); 0: every later one is scanned.
+  uint32_t scalars_from;
+  const char* source;  // where the facts come from
 };
 
 // The built-in signature for a kernel name, or null.
 const KernelSignature* signature_for(std::string_view kernel_name);
 
 // How many leading 8-byte words of parameter `param` may hold pointers under `sig` (all of
-// them, `param_words`, when `sig` is null or is about another parameter).
+// them, `param_words`, when `sig` is null or is about another parameter; none for a parameter
+// the signature says holds only scalars).
 uint32_t pointer_words(const KernelSignature* sig, uint32_t param, uint32_t param_words, const uint32_t grid[3]);
 
 }  // namespace streamrace::tracer

@@ -283,7 +283,9 @@ TEST_F(HandlerTest, PackedArgumentBufferIsScannedAtLayoutOffsets) {
 // PyTorch's cat passes its inputs in a by-value struct of 128 pointer slots and fills only the
 // first grid.y (tracer/kernel_signatures.h): a stale slot that happens to point at a live
 // tensor is not an argument. The used slots are, and a kernel without that signature still
-// has every word of the same struct scanned; so does cat with kernel_signatures off.
+// has every word of the same struct scanned; so does cat with kernel_signatures off. Cat's
+// parameters after the struct (output sizes and strides of a 4-entry struct filled up to the
+// rank, seen on the H200 holding a word that read as a live block's address) are not scanned.
 TEST_F(HandlerTest, CatKernelsScanOnlyTheInputSlotsTheLaunchUses) {
   malloc_device(0x7000'0000, 1 << 20);
   struct Metadata {
@@ -296,7 +298,11 @@ TEST_F(HandlerTest, CatKernelsScanOnlyTheInputSlotsTheLaunchUses) {
   meta.input[5] = 0x7000'8000;  // stale: a live tensor's address left in an unused slot
   for (uint32_t i = 0; i < 8; ++i) meta.offset[i] = i * 64;
   uint64_t out = 0x7000'0000;
-  void* args[] = {&out, &meta};
+  struct SizeStride {
+    uint32_t size[4], stride[4];
+  } os{{8, 1024, 0x7000'9000, 0}, {0, 0, 0, 0}};  // words: size[2] | size[3] << 32 reads as a live tensor
+  static_assert(sizeof(SizeStride) == 32);
+  void* args[] = {&out, &meta, &os};
   const char* cat = "_ZN2at6native54_GLOBAL__N__CatArrayBatchedCopy_vectorizedINS1_10OpaqueTypeILj2EEEjLi3ELi128ELi1ELi16ELi8EEEvPcNS1_25CatArrInputTensorMetadataIT_T0_XT2_EXT3_EEENS1_16TensorSizeStrideIS8_Lj4EEEiS8_";
   struct Launch {
     uint64_t func;
@@ -305,25 +311,26 @@ TEST_F(HandlerTest, CatKernelsScanOnlyTheInputSlotsTheLaunchUses) {
   };
   const Launch launches[] = {{0xCA7, cat, 3}, {0xCA7, cat, 6}, {0x0DD, "_Z6gatherPfS_", 3}};
   for (const auto& l : launches) {
-    queries_.layouts[l.func] = {{0, 8}, {8, sizeof(Metadata)}};
+    queries_.layouts[l.func] = {{0, 8}, {8, sizeof(Metadata)}, {8 + sizeof(Metadata), sizeof(SizeStride)}};
     cuLaunchKernel_params dp{as_ptr<CUfunc_st>(l.func), 4, l.grid_y, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
     driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 50, l.name);
   }
   handler_->set_kernel_signatures(false);
   {
     cuLaunchKernel_params dp{as_ptr<CUfunc_st>(0xCA8), 4, 3, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
-    queries_.layouts[0xCA8] = {{0, 8}, {8, sizeof(Metadata)}};
+    queries_.layouts[0xCA8] = {{0, 8}, {8, sizeof(Metadata)}, {8 + sizeof(Metadata), sizeof(SizeStride)}};
     driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 51, cat);
   }
   auto t = finish();
   auto ks = t.of(RecordKind::kKernelLaunch);
   ASSERT_EQ(ks.size(), 4u);
   const std::vector<uint64_t> used = {0x7000'0000, 0x7000'1000, 0x7000'2000, 0x7000'3000};
-  const std::vector<uint64_t> all = {0x7000'0000, 0x7000'1000, 0x7000'2000, 0x7000'3000, 0x7000'8000};
-  EXPECT_EQ(ks[0].tail_words<trace::KernelLaunchHead>(), used);  // grid.y 3: slots 0-2
+  const std::vector<uint64_t> all = {0x7000'0000, 0x7000'1000, 0x7000'2000, 0x7000'3000, 0x7000'8000, 0x7000'9000};
+  const std::vector<uint64_t> six = {0x7000'0000, 0x7000'1000, 0x7000'2000, 0x7000'3000, 0x7000'8000};
+  EXPECT_EQ(ks[0].tail_words<trace::KernelLaunchHead>(), used);  // grid.y 3: slots 0-2, no size word
   EXPECT_EQ(ks[0].as<trace::KernelLaunchHead>().flags,
             uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsBySignature));
-  EXPECT_EQ(ks[1].tail_words<trace::KernelLaunchHead>(), all);  // grid.y 6: slot 5 is an input
+  EXPECT_EQ(ks[1].tail_words<trace::KernelLaunchHead>(), six);  // grid.y 6: slot 5 is an input
   EXPECT_EQ(ks[2].tail_words<trace::KernelLaunchHead>(), all);  // another kernel: every word
   EXPECT_EQ(ks[2].as<trace::KernelLaunchHead>().flags, uint32_t(trace::kKernelArgsScanned));
   EXPECT_EQ(ks[3].tail_words<trace::KernelLaunchHead>(), all);  // signatures off
