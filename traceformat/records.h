@@ -16,7 +16,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the trace format is li
 
 inline constexpr char kFileMagic[8] = {'S', 'R', 'A', 'C', 'E', 'T', 'R', 'C'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 3;  // 1.1: StreamCapture.graph, GraphCall; 1.2: GraphEdit, GraphCall.flags, HostAccess; 1.3: CaptureMark
+inline constexpr uint16_t kVersionMinor = 4;  // 1.1: StreamCapture.graph, GraphCall; 1.2: GraphEdit, GraphCall.flags, HostAccess; 1.3: CaptureMark; 1.4: KernelLaunch arguments' hash
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843;  // "CHNK"
 inline constexpr uint32_t kMaxChunkBytes = 64u << 20;  // sanity bound on raw and stored size
 inline constexpr uint32_t kMaxHeaderBytes = 1u << 20;
@@ -230,9 +230,14 @@ enum KernelFlags : uint32_t {
   // A kernel signature bounded the words scanned in one of the parameters (tracer/kernel_signatures.h):
   // ptrs[] holds every argument the kernel can read as a pointer that pointed into live memory.
   kKernelArgsBySignature = 1u << 2,
+  // 1.4: one more uint64 follows the pointers: a hash of the launch's parameter bytes other
+  // than its pointer arguments (the scalars: sizes, strides, flags), which with the kernel, its
+  // launch shape and its pointer count keys learned access signatures (analyzer/access_signatures.h).
+  kKernelArgsHash = 1u << 3,
 };
 
-// KernelLaunch = KernelLaunchHead followed by nptrs uint64 pointer arguments.
+// KernelLaunch = KernelLaunchHead followed by nptrs uint64 pointer arguments (and, with
+// kKernelArgsHash, the arguments' hash).
 struct KernelLaunchHead {
   SR_RECORD(kKernelLaunch);
   CallInfo call;

@@ -407,14 +407,12 @@ void CudaCallHandler::graph_edit(const CudaCall& call, const Emission& e, uint32
         thread_local std::vector<uint64_t> ptrs;
         kernel_head(call, e, 0, device, h, ptrs);
         h.call = g.call;
-        size_t n = ptrs.size();
+        size_t n = ptrs.size();  // the pointers and, with kKernelArgsHash, the arguments' hash
         if (sizeof(h) + n * sizeof(uint64_t) > kRoom) {
           // More pointer words than a record holds: the node's accesses would be incomplete.
-          n = 0;
           g.flags |= kEditParamsUnknown;
           break;
         }
-        h.nptrs = uint32_t(n);
         append(work, &h, sizeof(h));
         if (n) append(work, ptrs.data(), n * sizeof(uint64_t));
         break;
@@ -563,6 +561,16 @@ struct FunctionFacts {
   const KernelSignature* signature = nullptr;  // tracer/kernel_signatures.h
 };
 constexpr size_t kFunctionCacheLimit = 4096;  // per thread; cleared when full
+
+// The arguments' hash: a multiply-xor mix per 8-byte word (not cryptographic: it only keys
+// signatures, which the analyzer also checks against each other before trusting one).
+constexpr uint64_t kArgsHashSeed = 0x9E3779B97F4A7C15ull;
+constexpr uint64_t kPointerMark = 0x5A17'0000'0000'0000ull;  // + the pointer's index in ptrs[]
+inline uint64_t mix_word(uint64_t h, uint64_t w) {
+  h ^= w + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  h *= 0xFF51AFD7ED558CCDull;
+  return h ^ (h >> 32);
+}
 }  // namespace
 
 void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
@@ -623,9 +631,14 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   // Pointer arguments: every 8-byte word of every parameter (structs of pointers included,
   // as in PyTorch's elementwise kernels) that lands inside a live allocation; of a parameter a
   // kernel signature describes, only the words the launch uses (tracer/kernel_signatures.h).
+  // The same walk hashes every other byte of the parameters (the scalars), so that a launch
+  // of the same kernel with the same shape and scalars can be told from one without them
+  // (learned access signatures, analyzer/access_signatures.h); a pointer argument enters the
+  // hash as its index in ptrs[], not its address, which changes from step to step.
   ptrs.clear();
   bool scanned = false;
   bool by_signature = false;
+  uint64_t args_hash = kArgsHashSeed;
   if (facts && (call.args != nullptr || call.packed != nullptr)) {
     const std::vector<ParamSlot>& layout = facts->layout;
     if (facts->have_layout) {
@@ -633,24 +646,35 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
       for (size_t i = 0; i < layout.size(); ++i) {
         const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
                                           : static_cast<const uint8_t*>(call.args[i]);
+        args_hash = mix_word(args_hash, layout[i].size);
         if (base == nullptr) continue;
         const uint32_t all_words = layout[i].size / 8;
         const uint32_t words = pointer_words(facts->signature, uint32_t(i), all_words, call.grid);
         by_signature |= words < all_words;
-        for (uint32_t off = 0; off + 8 <= words * 8; off += 8) {
+        for (uint32_t off = 0; off + 8 <= all_words * 8; off += 8) {
           uint64_t w;
           std::memcpy(&w, base + off, 8);
-          if (!allocs_.maybe_contains(w) || !allocs_.find(w)) continue;
-          bool dup = false;
-          for (uint64_t q : ptrs) dup |= q == w;
-          if (!dup) ptrs.push_back(w);
+          if (off < words * 8 && allocs_.maybe_contains(w) && allocs_.find(w)) {
+            size_t index = 0;
+            while (index < ptrs.size() && ptrs[index] != w) ++index;
+            if (index == ptrs.size()) ptrs.push_back(w);
+            args_hash = mix_word(args_hash, kPointerMark + index);
+          } else {
+            args_hash = mix_word(args_hash, w);
+          }
+        }
+        if (const uint32_t rest = layout[i].size % 8) {
+          uint64_t w = 0;
+          std::memcpy(&w, base + all_words * 8, rest);
+          args_hash = mix_word(args_hash, w);
         }
       }
     }
   }
   h.nptrs = uint32_t(ptrs.size());
-  h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) : 0u) | (precise ? uint32_t(trace::kKernelPrecise) : 0u) |
-            (by_signature ? uint32_t(trace::kKernelArgsBySignature) : 0u);
+  h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash) : 0u) |
+            (precise ? uint32_t(trace::kKernelPrecise) : 0u) | (by_signature ? uint32_t(trace::kKernelArgsBySignature) : 0u);
+  if (scanned) ptrs.push_back(args_hash);  // after the pointers: the caller writes them all as the tail
 }
 
 }  // namespace streamrace::tracer

@@ -233,7 +233,7 @@ TEST_F(HandlerTest, KernelLaunchScansParametersThroughTheDriverLaunchOnce) {
   auto k = ks[0].as<trace::KernelLaunchHead>();
   EXPECT_EQ(k.stream, trace::legacy_stream(1));
   EXPECT_EQ(k.correlation, 31u);
-  EXPECT_EQ(k.flags, uint32_t(trace::kKernelArgsScanned));
+  EXPECT_EQ(k.flags, uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash));
   EXPECT_EQ(k.grid[0], 8u);
   EXPECT_EQ(k.grid[1], 2u);
   EXPECT_EQ(k.block[0], 256u);
@@ -329,11 +329,57 @@ TEST_F(HandlerTest, CatKernelsScanOnlyTheInputSlotsTheLaunchUses) {
   const std::vector<uint64_t> six = {0x7000'0000, 0x7000'1000, 0x7000'2000, 0x7000'3000, 0x7000'8000};
   EXPECT_EQ(ks[0].tail_words<trace::KernelLaunchHead>(), used);  // grid.y 3: slots 0-2, no size word
   EXPECT_EQ(ks[0].as<trace::KernelLaunchHead>().flags,
-            uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsBySignature));
+            uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash) | uint32_t(trace::kKernelArgsBySignature));
   EXPECT_EQ(ks[1].tail_words<trace::KernelLaunchHead>(), six);  // grid.y 6: slot 5 is an input
   EXPECT_EQ(ks[2].tail_words<trace::KernelLaunchHead>(), all);  // another kernel: every word
-  EXPECT_EQ(ks[2].as<trace::KernelLaunchHead>().flags, uint32_t(trace::kKernelArgsScanned));
+  EXPECT_EQ(ks[2].as<trace::KernelLaunchHead>().flags, uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash));
   EXPECT_EQ(ks[3].tail_words<trace::KernelLaunchHead>(), all);  // signatures off
+}
+
+// The word after a scanned launch's pointers hashes its scalars: the same scalars with other
+// addresses give the same hash (addresses change from step to step, signatures must not), a
+// different scalar or a different pattern of repeated pointers gives another.
+TEST_F(HandlerTest, ArgumentsHashKeysTheScalarsNotTheAddresses) {
+  malloc_device(0x7000'0000, 1 << 20);
+  const uint64_t func = 0xBEE;
+  queries_.layouts[func] = {{0, 4}, {8, 8}, {16, 8}, {24, 2}};
+  struct Launch {
+    int n;
+    uint64_t a, b;
+    uint16_t flag;
+  };
+  const Launch launches[] = {
+      {1024, 0x7000'0000, 0x7001'0000, 1},  // 0
+      {1024, 0x7002'0000, 0x7004'0000, 1},  // 1: other addresses: same hash as 0
+      {1000, 0x7000'0000, 0x7001'0000, 1},  // 2: another n
+      {1024, 0x7000'0000, 0x7000'0000, 1},  // 3: b is a: one pointer, used twice
+      {1024, 0x7000'0000, 0x7001'0000, 2},  // 4: the 2-byte scalar differs
+      {1024, 0x7000'0000, 0x9999'0000, 1},  // 5: b points nowhere traced: a scalar
+      {1024, 0x7000'0000, 0x9999'0001, 1},  // 6: so its value counts
+  };
+  for (const auto& l : launches) {
+    Launch v = l;
+    void* args[] = {&v.n, &v.a, &v.b, &v.flag};
+    cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 4, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 60, "_Z1kiPfS_t");
+  }
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 7u);
+  std::vector<uint64_t> hash;
+  for (const auto& k : ks) {
+    auto head = k.as<trace::KernelLaunchHead>();
+    ASSERT_TRUE(head.flags & trace::kKernelArgsHash);
+    ASSERT_EQ(k.body.size(), sizeof(head) + (head.nptrs + 1) * sizeof(uint64_t));
+    uint64_t h;
+    std::memcpy(&h, k.body.data() + sizeof(head) + head.nptrs * sizeof(uint64_t), sizeof(h));
+    hash.push_back(h);
+  }
+  EXPECT_EQ(ks[1].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7002'0000, 0x7004'0000}));
+  EXPECT_EQ(ks[3].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'0000}));
+  EXPECT_EQ(hash[0], hash[1]);
+  for (size_t i : {2u, 3u, 4u, 5u}) EXPECT_NE(hash[0], hash[i]) << i;
+  EXPECT_NE(hash[5], hash[6]);
 }
 
 TEST_F(HandlerTest, RuntimeLaunchWithoutDriverCallbackIsStillRecordedUnscanned) {
@@ -970,9 +1016,9 @@ TEST_F(HandlerTest, RuntimeKernelNodeIsRecordedOnceFromTheDriverCallInside) {
   EXPECT_EQ(t.str(e.head.call.api_id), "cudaGraphAddKernelNode");
   EXPECT_EQ(e.head.type, trace::GraphNodeType::kKernel);
   trace::KernelLaunchHead k;
-  ASSERT_EQ(e.payload.size(), sizeof(k) + sizeof(uint64_t));
+  ASSERT_EQ(e.payload.size(), sizeof(k) + 2 * sizeof(uint64_t));  // one pointer, the arguments' hash
   std::memcpy(&k, e.payload.data(), sizeof(k));
-  EXPECT_EQ(k.flags, uint32_t(trace::kKernelArgsScanned));
+  EXPECT_EQ(k.flags, uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash));
   EXPECT_EQ(k.nptrs, 1u);
   EXPECT_EQ(k.grid[0], 4u);
   EXPECT_EQ(k.block[0], 128u);

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <map>
 #include <string>
+#include <type_traits>
+#include <algorithm>
 #include <vector>
 
 #include "traceformat/trace_file.h"
@@ -20,9 +22,12 @@ struct RecordCopy {
     std::memcpy(&out, body.data(), body.size() < sizeof(T) ? body.size() : sizeof(T));
     return out;
   }
+  // The words after T; of a kernel launch, its pointer arguments (not the arguments' hash).
   template <typename T>
   std::vector<uint64_t> tail_words() const {
-    std::vector<uint64_t> out((body.size() - sizeof(T)) / 8);
+    size_t n = (body.size() - sizeof(T)) / 8;
+    if constexpr (std::is_same_v<T, trace::KernelLaunchHead>) n = std::min<size_t>(n, as<T>().nptrs);
+    std::vector<uint64_t> out(n);
     if (!out.empty()) std::memcpy(out.data(), body.data() + sizeof(T), out.size() * 8);
     return out;
   }
