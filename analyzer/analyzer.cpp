@@ -23,6 +23,7 @@ struct Analyzer::Impl {
   AnalyzerOptions opts;
   AnalysisResult result;
   std::map<std::string, size_t> by_fingerprint;
+  SignatureBook learned;
 };
 
 Analyzer::Analyzer(AnalyzerOptions opts) : impl_(std::make_unique<Impl>()) { impl_->opts = std::move(opts); }
@@ -34,6 +35,7 @@ struct Analyzer::Outcome {
   uint64_t graph_launches = 0;
   std::vector<Notice> notices;
   std::vector<Finding> findings;
+  SignatureBook learned;
 };
 
 void Analyzer::add_trace(const std::string& path) { merge(analyze_one(path, impl_->opts, 1)); }
@@ -87,7 +89,7 @@ Analyzer::Outcome Analyzer::analyze_one(const std::string& path, const AnalyzerO
   }
   TraceAnalysis ta(path, opts);
   ta.run();
-  return Outcome{ta.summary(), ta.graph_launches(), ta.notices(), ta.take_findings()};
+  return Outcome{ta.summary(), ta.graph_launches(), ta.notices(), ta.take_findings(), ta.learned_signatures()};
 }
 
 Analyzer::Outcome Analyzer::analyze_split(const std::string& path, const AnalyzerOptions& opts, unsigned workers) {
@@ -125,7 +127,8 @@ Analyzer::Outcome Analyzer::analyze_split(const std::string& path, const Analyze
   std::vector<const TraceAnalysis*> all;
   for (const auto& p : parts) all.push_back(p.get());
   parts[0]->merge_workers(all);
-  return Outcome{parts[0]->summary(), parts[0]->graph_launches(), parts[0]->notices(), parts[0]->take_findings()};
+  return Outcome{parts[0]->summary(), parts[0]->graph_launches(), parts[0]->notices(), parts[0]->take_findings(),
+                 parts[0]->learned_signatures()};
 }
 
 void Analyzer::merge(Outcome&& o) {
@@ -136,7 +139,10 @@ void Analyzer::merge(Outcome&& o) {
   r.unanalysed_graph_launches += o.graph_launches;
   r.notices.insert(r.notices.end(), std::make_move_iterator(o.notices.begin()), std::make_move_iterator(o.notices.end()));
   merge_findings(std::move(o.findings));
+  impl_->learned.merge(o.learned);
 }
+
+const SignatureBook& Analyzer::learned_signatures() const { return impl_->learned; }
 
 void Analyzer::add_result(AnalysisResult&& more) {
   auto& r = impl_->result;

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analyzer/access_signatures.h"
 #include "analyzer/finding.h"
 #include "traceformat/call_stream.h"
 #include "traceformat/input_file.h"
@@ -55,6 +56,10 @@ struct AnalyzerOptions {
   // thread that analyses it, before its records are read, with the trace's path; null or an
   // empty function: none. The observer sees the main pass only (not precise mode's pre-pass).
   std::function<trace::RecordObserver*(const std::string& path)> observe_records;
+  // Learned access signatures to apply (`--signatures FILE`, docs/signatures.md): a default-tier
+  // launch whose key one of them trusts takes its intervals as exact accesses. Each trace also
+  // learns from its own precise launches, in trace order. Null: none loaded.
+  std::shared_ptr<const SignatureBook> signatures;
 };
 
 class Analyzer {
@@ -80,6 +85,8 @@ class Analyzer {
   void add_result(AnalysisResult&& r);
   // Merges findings of all traces (same fingerprint = one finding) and returns them.
   AnalysisResult finish();
+  // What the traces' precise launches taught, in trace order (not the loaded signatures).
+  const SignatureBook& learned_signatures() const;
 
  private:
   struct Impl;

@@ -274,6 +274,7 @@ void to_json(json& j, const Access& a) {
            {"seq", a.seq},
            {"thread", a.thread},
            {"stack", a.stack}};
+  if (a.by_signature) j["by_signature"] = true;
   if (a.graph_launch) {
     const GraphLaunchSite& g = *a.graph_launch;
     j["graph_launch"] = json{{"api", g.api},
@@ -300,6 +301,7 @@ void from_json(const json& j, Access& a) {
   a.op_kind = get_or<std::string>(j, "op_kind", "");
   a.direction = get_or<std::string>(j, "direction", "");
   a.exact = get_or<bool>(j, "exact", true);
+  a.by_signature = get_or<bool>(j, "by_signature", false);
   a.stream = hex_or_number(j, "stream");
   a.stream_label = get_or<std::string>(j, "stream_label", "");
   a.addr = hex_or_number(j, "addr");

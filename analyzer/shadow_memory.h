@@ -35,6 +35,7 @@ struct AccessEpoch {
   bool maybe_write = false;  // kernel pointer argument: direction and extent unknown
   bool inexact = false;      // extent not exact: a kernel's `T const*` argument (a read), a precise-mode hull
   bool in_block = false;     // a kernel pointer's extent bounded by the allocator block it points into
+  bool by_signature = false;  // exact, from a learned access signature (analyzer/access_signatures.h)
 };
 
 struct Segment {

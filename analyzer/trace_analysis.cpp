@@ -42,7 +42,9 @@ TraceAnalysis::TraceAnalysis(std::string path, const AnalyzerOptions& opts, Shad
       opts_(opts),
       hb_(opts.separate_host_threads, opts.unknown_streams_blocking),
       shadow_(shard),
-      shard_(shard) {}
+      shard_(shard) {
+  if (opts_.signatures) book_ = *opts_.signatures;
+}
 
 const std::string& TraceAnalysis::str(uint32_t id) const { return dict_->str(id); }
 
@@ -111,6 +113,13 @@ void TraceAnalysis::run() {
                                     precise_unmeasured_launches_, precise_unmeasured_launches_ == 1 ? "" : "es",
                                     names)});
   }
+  if (learned_launches_ || signature_launches_)
+    notices_.push_back({"info", path_,
+                        fmt::format("access signatures: {} measured launch{} taught {} ({} trusted: seen {} times "
+                                    "alike); {} launch{} took exact accesses from one",
+                                    learned_launches_, learned_launches_ == 1 ? "" : "es", observed_.size(),
+                                    observed_.trusted_count(), SignatureBook::kMinSeen, signature_launches_,
+                                    signature_launches_ == 1 ? "" : "es")});
   if (precise_graph_kernels_)
     notices_.push_back({"warning", path_,
                         fmt::format("{} kernel nodes of CUDA graphs ran without measured accesses: precise mode does "
@@ -505,6 +514,11 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
       ++precise_unmeasured_pointers_;
     }
   }
+  if (precise_launch && measured_n > 0 && !unmeasured_pointer && (k.flags & kKernelArgsHash))
+    learn_signature(k, tail, measured, measured_n);
+  // A launch the precise tier did not measure, whose kernel, shape and scalars a trusted
+  // signature knows: its accesses are that signature's, exact.
+  if (!precise_launch && (k.flags & kKernelArgsHash) && !book_.empty() && apply_signature(s, k, tail, base)) return;
   // Each pointer's lookups are likely cache misses: start them all before the first.
   for (size_t i = 0; i < n; ++i)
     if (shadow_.may_own(pointer(i))) {
@@ -544,6 +558,91 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
             precise_unmeasured_kernels_.end())
       precise_unmeasured_kernels_.push_back(k.name_id);
   }
+}
+
+namespace {
+// The arguments' hash of a launch with kKernelArgsHash: the word after its pointers.
+std::optional<uint64_t> args_hash(const KernelLaunchHead& k, std::span<const uint8_t> tail) {
+  if (!(k.flags & kKernelArgsHash) || tail.size() < (size_t(k.nptrs) + 1) * sizeof(uint64_t)) return std::nullopt;
+  uint64_t h;
+  std::memcpy(&h, tail.data() + size_t(k.nptrs) * sizeof(uint64_t), sizeof(h));
+  return h;
+}
+}  // namespace
+
+void TraceAnalysis::learn_signature(const KernelLaunchHead& k, std::span<const uint8_t> tail, const KernelAccess* measured,
+                                    size_t measured_n) {
+  const std::optional<uint64_t> hash = args_hash(k, tail);
+  if (!hash) return;
+  // Each pointer's reach: from it to the end of its allocator block (or allocation).
+  struct Reach {
+    uint64_t lo, hi;
+  };
+  std::vector<Reach> reach(k.nptrs, Reach{0, 0});
+  for (uint32_t i = 0; i < k.nptrs; ++i) {
+    uint64_t p;
+    std::memcpy(&p, tail.data() + size_t(i) * sizeof(uint64_t), sizeof(p));
+    const AllocationRange* al = shadow_.find(p);
+    if (!al || al->kind == 0) continue;
+    bool in_block = false;
+    reach[i] = Reach{p, p + blocks_.kernel_extent(p, al->end, in_block)};
+  }
+  learning_.clear();
+  for (size_t j = 0; j < measured_n; ++j) {
+    const KernelAccess& ka = measured[j];
+    if (ka.overflowed || ka.bytes == 0) return;  // not exact: nothing to learn
+    // The interval belongs to the nearest pointer below it whose reach holds all of it.
+    int best = -1;
+    for (uint32_t i = 0; i < k.nptrs; ++i)
+      if (reach[i].lo <= ka.addr && ka.addr + ka.bytes <= reach[i].hi && (best < 0 || reach[i].lo > reach[best].lo))
+        best = int(i);
+    if (best < 0) return;  // reached through memory, not an argument: not a function of the pointers
+    learning_.push_back(SignatureInterval{uint32_t(best), ka.addr - reach[best].lo, ka.bytes, ka.dir});
+  }
+  SignatureKey key{str(k.name_id), {k.grid[0], k.grid[1], k.grid[2]}, {k.block[0], k.block[1], k.block[2]}, k.nptrs, *hash};
+  book_.observe(key, learning_);
+  observed_.observe(key, learning_);
+  ++learned_launches_;
+}
+
+bool TraceAnalysis::apply_signature(StreamState& s, const KernelLaunchHead& k, std::span<const uint8_t> tail,
+                                    const AccessEpoch& base) {
+  const std::optional<uint64_t> hash = args_hash(k, tail);
+  if (!hash) return false;
+  const LearnedSignature* sig = book_.trusted(SignatureKeyView{
+      str(k.name_id), {k.grid[0], k.grid[1], k.grid[2]}, {k.block[0], k.block[1], k.block[2]}, k.nptrs, *hash});
+  if (!sig) return false;
+  auto pointer = [&](uint32_t i) {
+    uint64_t p;
+    std::memcpy(&p, tail.data() + size_t(i) * sizeof(uint64_t), sizeof(p));
+    return p;
+  };
+  // Every interval must still lie within its pointer's block or allocation; else the launch
+  // is not the one the signature was learnt from, and keeps the default tier's accesses.
+  for (const SignatureInterval& si : sig->intervals) {
+    const uint64_t p = pointer(si.pointer);
+    const AllocationRange* al = shadow_.find(p);
+    if (!al || al->kind == 0) return false;
+    bool in_block = false;
+    if (si.offset + si.bytes > blocks_.kernel_extent(p, al->end, in_block)) return false;
+  }
+  for (const SignatureInterval& si : sig->intervals) {
+    ++access_number_;
+    const uint64_t p = pointer(si.pointer);
+    if (!shadow_.may_own(p)) continue;
+    const AllocationRange* al = shadow_.find(p);
+    if (!shadow_.owns(*al)) continue;
+    AccessEpoch e = base;
+    e.maybe_write = false;
+    e.addr = p + si.offset;
+    e.bytes = si.bytes;
+    e.write = si.dir != AccessDir::kRead;
+    e.also_reads = si.dir == AccessDir::kReadWrite;
+    e.by_signature = true;
+    apply_one(s, e);
+  }
+  ++signature_launches_;
+  return true;
 }
 
 void TraceAnalysis::nccl_accesses(const NcclCall& n, const AccessEpoch& proto, std::vector<AccessEpoch>& out) const {
@@ -1140,6 +1239,7 @@ Access TraceAnalysis::make_access(const AccessEpoch& e, uint64_t stream, const s
   a.op_kind = op_kind_name(e.op);
   a.direction = e.maybe_write ? "read or write" : e.write ? (e.also_reads ? "read and write" : "write") : "read";
   a.exact = !e.maybe_write && !e.inexact;
+  a.by_signature = e.by_signature;
   a.stream = stream;
   a.stream_label = label;
   a.addr = e.addr;

@@ -41,6 +41,8 @@ class TraceAnalysis {
   const TraceSummary& summary() const { return summary_; }
   // Graph launches not analysed (their graph is unknown or holds work the trace cannot show).
   uint64_t graph_launches() const { return unanalysed_launches_; }
+  // The access signatures this trace's precise launches taught (analyzer/access_signatures.h).
+  const SignatureBook& learned_signatures() const { return observed_; }
 
  private:
   struct PendingFinding {
@@ -216,6 +218,17 @@ class TraceAnalysis {
   uint64_t precise_unmeasured_pointers_ = 0, precise_unmeasured_launches_ = 0;
   std::vector<uint32_t> precise_unmeasured_kernels_;  // name ids, the first few
   std::vector<uint8_t> unmeasured_;  // per pointer of the precise launch being analysed
+  // Learned access signatures: the loaded ones and this trace's so far (book_), this trace's
+  // alone (observed_); launches that took their accesses from one, launches learnt from.
+  SignatureBook book_, observed_;
+  uint64_t signature_launches_ = 0, learned_launches_ = 0;
+  std::vector<SignatureInterval> learning_;
+  // A precise launch whose whole measurement is exact: its intervals, relative to its pointers.
+  void learn_signature(const trace::KernelLaunchHead& k, std::span<const uint8_t> tail,
+                       const trace::KernelAccess* measured, size_t measured_n);
+  // A default-tier launch with a trusted signature: its exact accesses; false if none applies.
+  bool apply_signature(StreamState& s, const trace::KernelLaunchHead& k, std::span<const uint8_t> tail,
+                       const AccessEpoch& base);
   std::map<std::string, uint64_t> unanalysed_why_;  // reason -> launches
   int comm_rank_ = -1, comm_size_ = 0;
 };

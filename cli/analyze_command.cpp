@@ -33,6 +33,8 @@ struct AnalyzeArgs {
   bool no_const_reads = false;
   bool progress = false;  // --progress
   std::string source_root;
+  std::string signatures;        // --signatures FILE: learned access signatures to apply
+  std::string learn_signatures;  // --learn-signatures FILE: write what the traces taught (and FILE held)
   size_t perfetto_findings = 20;  // --perfetto-findings: findings whose occurrences Perfetto marks
 };
 
@@ -83,6 +85,8 @@ int run_analyze(const AnalyzeArgs& a) {
     report::ProgressMeter meter("analysing", total);
     if (a.progress) meter.request();
     analysis::AnalyzerOptions opts;
+    if (!a.signatures.empty())
+      opts.signatures = std::make_shared<const analysis::SignatureBook>(analysis::SignatureBook::load(a.signatures));
     opts.separate_host_threads = a.separate_threads;
     opts.unknown_streams_blocking = a.unknown_blocking;
     opts.kernel_extent_to_allocation_end = a.kernel_extent_allocation;
@@ -101,7 +105,24 @@ int run_analyze(const AnalyzeArgs& a) {
     meter.finish();
     result = analyzer.finish();
     result.shard = shard;
+    if (!a.learn_signatures.empty()) {
+      // The file's own signatures first (when it is also the one read), then the traces'.
+      analysis::SignatureBook book;
+      std::error_code ec;
+      if (a.learn_signatures == a.signatures && opts.signatures) book = *opts.signatures;
+      else if (std::filesystem::exists(a.learn_signatures, ec)) book = analysis::SignatureBook::load(a.learn_signatures);
+      book.merge(analyzer.learned_signatures());
+      book.save(a.learn_signatures);
+      std::cerr << "streamrace analyze: " << book.size() << " access signature" << (book.size() == 1 ? "" : "s") << " ("
+                << book.trusted_count() << " trusted) in " << a.learn_signatures << "\n";
+    }
   } catch (const trace::TraceError& e) {
+    std::cerr << "streamrace analyze: error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const trace::InputFileError& e) {
+    std::cerr << "streamrace analyze: error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::runtime_error& e) {  // the signature file could not be written
     std::cerr << "streamrace analyze: error: " << e.what() << "\n";
     return kExitBadInput;
   }
@@ -160,6 +181,12 @@ RegisterCommand reg("analyze", 20, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("--split-min-bytes", args->split_min_bytes)->group("");
   sub->add_flag("--force-output", args->out.force_output,
                 "Write a report through an output path that is a symbolic link (refused by default)");
+  sub->add_option("--signatures", args->signatures,
+                  "Apply the learned kernel access signatures in FILE (docs/signatures.md): a launch whose kernel, "
+                  "shape and scalar arguments one of them knows gets exact accesses");
+  sub->add_option("--learn-signatures", args->learn_signatures,
+                  "Write the access signatures the traces' precise-mode launches teach to FILE (added to what FILE "
+                  "holds)");
   sub->add_option("--source-root", args->source_root, "Make file paths in SARIF/HTML relative to this directory");
   sub->add_option("--perfetto-findings", args->perfetto_findings,
                   "Perfetto report: mark every occurrence of the first N findings")

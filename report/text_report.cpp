@@ -61,6 +61,9 @@ void write_stack(std::ostream& out, const std::vector<Frame>& stack, size_t max_
 
 void write_access(std::ostream& out, const char* intro, const Access& a, const Palette& p, size_t max_frames) {
   out << fmt::format("  {}{} of {} bytes at {:#x} by {} ({}) on {}, call #{}, thread {}:{}\n", p.bold, intro, a.bytes, a.addr, safe(a.op), safe(a.op_kind), safe(a.stream_label), a.seq, a.thread, p.reset);
+  if (a.by_signature)
+    out << "    (its bytes: the kernel's learned access signature, measured in precise mode for the same kernel, "
+           "shape and scalar arguments)\n";
   write_stack(out, a.stack, max_frames);
   if (a.graph_launch) {
     // A CUDA graph node: the stack above is where it was captured; this is its launch.

@@ -64,6 +64,10 @@ class TraceBuilder {
   // Operations; each returns its correlation id.
   uint64_t kernel(uint64_t stream, std::string_view name, const std::vector<uint64_t>& ptrs, uint32_t device = 0,
                   uint32_t flags = kKernelArgsScanned);
+  // A launch as the tracer writes it since 1.4: the arguments' hash after the pointers
+  // (kKernelArgsHash is added to `flags`).
+  uint64_t kernel_hashed(uint64_t stream, std::string_view name, const std::vector<uint64_t>& ptrs, uint64_t args_hash,
+                         uint32_t flags = kKernelArgsScanned, uint32_t grid_x = 1);
   // overflowed: 0 exact, kAccessRegion (or true), kAccessHull (records.h)
   void kernel_access(uint64_t correlation, uint64_t addr, uint64_t bytes, AccessDir dir, uint8_t overflowed = 0);
   uint64_t memcpy(uint64_t stream, uint64_t dst, uint64_t src, uint64_t bytes, CopyKind kind = CopyKind::kDeviceToDevice,

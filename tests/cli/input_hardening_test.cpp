@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "cli/hostile_inputs.h"
 #include "report/report_test_support.h"
@@ -51,6 +52,18 @@ TEST_F(InputHardening, ShortStringAndNoticeBodiesExitTwo) {
     expect_refused("analyze t.srace", "streamrace analyze: error: t.srace: chunk at offset " + std::to_string(at) + ": " +
                                           name + " record: body of 2 bytes is shorter than the 4 bytes of its fixed part");
   }
+}
+
+// --signatures FILE (docs/signatures.md): a file that is not one is refused before any analysis.
+TEST_F(InputHardening, ABadSignatureFileExitsTwo) {
+  make_racy_trace("t.srace");
+  { std::ofstream(file("bad.json")) << "{\"format\": \"streamrace-signatures\", \"version\": 9}"; }
+  expect_refused("analyze t.srace --signatures bad.json",
+                 "streamrace analyze: error: bad.json: not a signature file: \"version\" is not 1 (this streamrace "
+                 "reads version 1)");
+  auto r = sr("analyze t.srace --signatures missing.json");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("streamrace analyze: error: missing.json: ", 0), 0u) << r.err;
 }
 
 TEST_F(InputHardening, MalformedCaptureMarkExitsTwo) {

@@ -1,0 +1,222 @@
+// Learned kernel access signatures: see access_signatures.h and docs/signatures.md.
+#include "analyzer/access_signatures.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "traceformat/input_file.h"
+
+namespace streamrace::analysis {
+
+using json = nlohmann::json;
+using trace::AccessDir;
+
+namespace {
+constexpr std::string_view kFormat = "streamrace-signatures";
+constexpr uint32_t kVersion = 1;
+
+const char* dir_name(AccessDir d) {
+  switch (d) {
+    case AccessDir::kRead: return "read";
+    case AccessDir::kWrite: return "write";
+    case AccessDir::kReadWrite: return "read and write";
+  }
+  return "read and write";
+}
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h * 0xFF51AFD7ED558CCDull;
+}
+}  // namespace
+
+size_t SignatureBook::Hash::operator()(const SignatureKeyView& k) const {
+  uint64_t h = std::hash<std::string_view>{}(k.kernel);
+  for (uint32_t v : k.grid) h = mix(h, v);
+  for (uint32_t v : k.block) h = mix(h, v);
+  h = mix(h, k.pointers);
+  return size_t(mix(h, k.args_hash));
+}
+
+void SignatureBook::canonicalise(std::vector<SignatureInterval>& v) {
+  std::sort(v.begin(), v.end(), [](const SignatureInterval& a, const SignatureInterval& b) {
+    return std::tie(a.pointer, a.offset, a.bytes, a.dir) < std::tie(b.pointer, b.offset, b.bytes, b.dir);
+  });
+  size_t kept = 0;
+  for (const SignatureInterval& s : v) {
+    if (kept > 0) {
+      SignatureInterval& last = v[kept - 1];
+      if (last.pointer == s.pointer && last.dir == s.dir && s.offset <= last.offset + last.bytes) {
+        last.bytes = std::max(last.offset + last.bytes, s.offset + s.bytes) - last.offset;
+        continue;
+      }
+    }
+    v[kept++] = s;
+  }
+  v.resize(kept);
+}
+
+void SignatureBook::add(const SignatureKey& key, const LearnedSignature& sig) {
+  auto [it, inserted] = map_.try_emplace(key, sig);
+  if (inserted) return;
+  LearnedSignature& mine = it->second;
+  if (mine.intervals != sig.intervals) {
+    mine.conflicting = true;
+  } else {
+    mine.seen += sig.seen;
+  }
+  mine.conflicting |= sig.conflicting;
+}
+
+void SignatureBook::observe(const SignatureKey& key, std::vector<SignatureInterval> intervals) {
+  canonicalise(intervals);
+  add(key, LearnedSignature{std::move(intervals), 1, false});
+}
+
+void SignatureBook::merge(const SignatureBook& other) {
+  for (const auto& [key, sig] : other.map_) add(key, sig);
+}
+
+const LearnedSignature* SignatureBook::trusted(const SignatureKeyView& key) const {
+  auto it = map_.find(key);
+  if (it == map_.end() || it->second.conflicting || it->second.seen < kMinSeen) return nullptr;
+  return &it->second;
+}
+
+size_t SignatureBook::trusted_count() const {
+  size_t n = 0;
+  for (const auto& [key, sig] : map_) n += !sig.conflicting && sig.seen >= kMinSeen;
+  return n;
+}
+
+std::string SignatureBook::to_json_text() const {
+  // Sorted, so that a file's bytes depend only on what it holds.
+  std::vector<const std::pair<const SignatureKey, LearnedSignature>*> entries;
+  for (const auto& e : map_) entries.push_back(&e);
+  std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) {
+    const SignatureKey &x = a->first, &y = b->first;
+    return std::tie(x.kernel, x.grid, x.block, x.pointers, x.args_hash) <
+           std::tie(y.kernel, y.grid, y.block, y.pointers, y.args_hash);
+  });
+  json list = json::array();
+  for (const auto* e : entries) {
+    const SignatureKey& k = e->first;
+    const LearnedSignature& s = e->second;
+    json iv = json::array();
+    for (const SignatureInterval& i : s.intervals)
+      iv.push_back(json{{"pointer", i.pointer}, {"offset", i.offset}, {"bytes", i.bytes}, {"access", dir_name(i.dir)}});
+    list.push_back(json{{"kernel", k.kernel},
+                        {"grid", k.grid},
+                        {"block", k.block},
+                        {"pointers", k.pointers},
+                        {"args_hash", fmt::format("{:#018x}", k.args_hash)},
+                        {"seen", s.seen},
+                        {"conflicting", s.conflicting},
+                        {"intervals", std::move(iv)}});
+  }
+  return json{{"format", kFormat}, {"version", kVersion}, {"signatures", std::move(list)}}.dump(1) + "\n";
+}
+
+SignatureBook SignatureBook::from_json_text(std::string_view text, const std::string& path) {
+  auto bad = [&](const std::string& what) { return trace::InputFileError(path + ": not a signature file: " + what); };
+  json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded()) throw bad("not JSON");
+  if (!doc.is_object() || doc.value("format", std::string()) != kFormat)
+    throw bad(fmt::format("\"format\" is not \"{}\"", kFormat));
+  if (!doc.contains("version") || !doc["version"].is_number_unsigned() || doc["version"].get<uint64_t>() != kVersion)
+    throw bad(fmt::format("\"version\" is not {} (this streamrace reads version {})", kVersion, kVersion));
+  if (!doc.contains("signatures") || !doc["signatures"].is_array()) throw bad("\"signatures\" is not a list");
+  SignatureBook book;
+  size_t index = 0;
+  for (const json& e : doc["signatures"]) {
+    auto where = [&](const std::string& what) { return bad(fmt::format("signature {}: {}", index, what)); };
+    auto u64 = [&](const json& o, const char* field) -> uint64_t {
+      if (!o.is_object() || !o.contains(field) || !o[field].is_number_unsigned())
+        throw where(fmt::format("\"{}\" is not a non-negative integer", field));
+      return o[field].get<uint64_t>();
+    };
+    auto u32 = [&](const json& o, const char* field) -> uint32_t {
+      const uint64_t v = u64(o, field);
+      if (v > UINT32_MAX) throw where(fmt::format("\"{}\" {} is out of range", field, v));
+      return uint32_t(v);
+    };
+    auto dims = [&](const char* field) {
+      std::array<uint32_t, 3> out{};
+      if (!e.contains(field) || !e[field].is_array() || e[field].size() != 3) throw where(fmt::format("\"{}\" is not 3 integers", field));
+      for (size_t i = 0; i < 3; ++i) {
+        const json& v = e[field][i];
+        if (!v.is_number_unsigned() || v.get<uint64_t>() > UINT32_MAX) throw where(fmt::format("\"{}\" is not 3 integers", field));
+        out[i] = uint32_t(v.get<uint64_t>());
+      }
+      return out;
+    };
+    if (!e.is_object()) throw where("not an object");
+    SignatureKey key;
+    if (!e.contains("kernel") || !e["kernel"].is_string() || e["kernel"].get<std::string>().empty())
+      throw where("\"kernel\" is not a name");
+    key.kernel = e["kernel"].get<std::string>();
+    key.grid = dims("grid");
+    key.block = dims("block");
+    key.pointers = u32(e, "pointers");
+    if (!e.contains("args_hash") || !e["args_hash"].is_string()) throw where("\"args_hash\" is not a hex string");
+    {
+      const std::string h = e["args_hash"].get<std::string>();
+      errno = 0;
+      char* end = nullptr;
+      key.args_hash = std::strtoull(h.c_str(), &end, 16);
+      if (h.size() < 3 || h.compare(0, 2, "0x") != 0 || errno != 0 || end != h.c_str() + h.size())
+        throw where(fmt::format("\"args_hash\" \"{}\" is not a hex string", h));
+    }
+    LearnedSignature sig;
+    sig.seen = u32(e, "seen");
+    if (sig.seen == 0) throw where("\"seen\" is 0");
+    if (e.contains("conflicting")) {
+      if (!e["conflicting"].is_boolean()) throw where("\"conflicting\" is not true or false");
+      sig.conflicting = e["conflicting"].get<bool>();
+    }
+    if (!e.contains("intervals") || !e["intervals"].is_array()) throw where("\"intervals\" is not a list");
+    for (const json& i : e["intervals"]) {
+      SignatureInterval si;
+      si.pointer = u32(i, "pointer");
+      if (si.pointer >= key.pointers) throw where(fmt::format("interval pointer {} of {} pointers", si.pointer, key.pointers));
+      si.offset = u64(i, "offset");
+      si.bytes = u64(i, "bytes");
+      if (si.bytes == 0 || si.offset + si.bytes < si.offset) throw where("an interval is empty or wraps around");
+      const std::string a = i.value("access", std::string());
+      if (a == "read") si.dir = AccessDir::kRead;
+      else if (a == "write") si.dir = AccessDir::kWrite;
+      else if (a == "read and write") si.dir = AccessDir::kReadWrite;
+      else throw where(fmt::format("\"access\" \"{}\" is not read, write or read and write", a));
+      sig.intervals.push_back(si);
+    }
+    canonicalise(sig.intervals);
+    book.add(key, sig);
+    ++index;
+  }
+  return book;
+}
+
+SignatureBook SignatureBook::load(const std::string& path) { return from_json_text(trace::read_input_file(path), path); }
+
+void SignatureBook::save(const std::string& path) const {
+  // Written whole beside the target, then renamed over it: a reader never sees half a file.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << to_json_text();
+    out.flush();
+    if (!out) throw std::runtime_error(fmt::format("{}: cannot write the signature file ({})", path, std::strerror(errno)));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw std::runtime_error(fmt::format("{}: cannot write the signature file ({})", path, ec.message()));
+}
+
+}  // namespace streamrace::analysis
