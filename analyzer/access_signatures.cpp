@@ -42,6 +42,7 @@ size_t SignatureBook::Hash::operator()(const SignatureKeyView& k) const {
   for (uint32_t v : k.grid) h = mix(h, v);
   for (uint32_t v : k.block) h = mix(h, v);
   h = mix(h, k.pointers);
+  h = mix(h, k.any_args);
   return size_t(mix(h, k.args_hash));
 }
 
@@ -73,26 +74,46 @@ void SignatureBook::add(const SignatureKey& key, const LearnedSignature& sig) {
     mine.seen += sig.seen;
   }
   mine.conflicting |= sig.conflicting;
+  mine.hashes_differ |= sig.hashes_differ || sig.first_hash != mine.first_hash;
 }
 
 void SignatureBook::observe(const SignatureKey& key, std::vector<SignatureInterval> intervals) {
   canonicalise(intervals);
-  add(key, LearnedSignature{std::move(intervals), 1, false});
+  SignatureKey shape = key;
+  shape.any_args = true;
+  shape.args_hash = 0;
+  add(shape, LearnedSignature{intervals, 1, false, key.args_hash, false});
+  add(key, LearnedSignature{std::move(intervals), 1, false, 0, false});
 }
 
 void SignatureBook::merge(const SignatureBook& other) {
   for (const auto& [key, sig] : other.map_) add(key, sig);
 }
 
-const LearnedSignature* SignatureBook::trusted(const SignatureKeyView& key) const {
+const LearnedSignature* SignatureBook::trusted_entry(const SignatureKeyView& key) const {
   auto it = map_.find(key);
   if (it == map_.end() || it->second.conflicting || it->second.seen < kMinSeen) return nullptr;
+  if (key.any_args && !it->second.hashes_differ) return nullptr;
   return &it->second;
+}
+
+const LearnedSignature* SignatureBook::trusted(const SignatureKeyView& key) const {
+  if (const LearnedSignature* own = trusted_entry(key)) return own;
+  SignatureKeyView shape = key;
+  shape.any_args = true;
+  shape.args_hash = 0;
+  return trusted_entry(shape);
+}
+
+size_t SignatureBook::size() const {
+  size_t n = 0;
+  for (const auto& e : map_) n += !e.first.any_args;
+  return n;
 }
 
 size_t SignatureBook::trusted_count() const {
   size_t n = 0;
-  for (const auto& [key, sig] : map_) n += !sig.conflicting && sig.seen >= kMinSeen;
+  for (const auto& [key, sig] : map_) n += !key.any_args && trusted(view(key)) != nullptr;
   return n;
 }
 
@@ -102,8 +123,8 @@ std::string SignatureBook::to_json_text() const {
   for (const auto& e : map_) entries.push_back(&e);
   std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) {
     const SignatureKey &x = a->first, &y = b->first;
-    return std::tie(x.kernel, x.grid, x.block, x.pointers, x.args_hash) <
-           std::tie(y.kernel, y.grid, y.block, y.pointers, y.args_hash);
+    return std::tie(x.kernel, x.grid, x.block, x.pointers, x.any_args, x.args_hash) <
+           std::tie(y.kernel, y.grid, y.block, y.pointers, y.any_args, y.args_hash);
   });
   json list = json::array();
   for (const auto* e : entries) {
@@ -112,14 +133,19 @@ std::string SignatureBook::to_json_text() const {
     json iv = json::array();
     for (const SignatureInterval& i : s.intervals)
       iv.push_back(json{{"pointer", i.pointer}, {"offset", i.offset}, {"bytes", i.bytes}, {"access", dir_name(i.dir)}});
-    list.push_back(json{{"kernel", k.kernel},
-                        {"grid", k.grid},
-                        {"block", k.block},
-                        {"pointers", k.pointers},
-                        {"args_hash", fmt::format("{:#018x}", k.args_hash)},
-                        {"seen", s.seen},
-                        {"conflicting", s.conflicting},
-                        {"intervals", std::move(iv)}});
+    json o{{"kernel", k.kernel},
+           {"grid", k.grid},
+           {"block", k.block},
+           {"pointers", k.pointers},
+           {"args_hash", k.any_args ? std::string("any") : fmt::format("{:#018x}", k.args_hash)},
+           {"seen", s.seen},
+           {"conflicting", s.conflicting}};
+    if (k.any_args) {
+      o["first_args_hash"] = fmt::format("{:#018x}", s.first_hash);
+      o["args_hashes_differ"] = s.hashes_differ;
+    }
+    o["intervals"] = std::move(iv);
+    list.push_back(std::move(o));
   }
   return json{{"format", kFormat}, {"version", kVersion}, {"signatures", std::move(list)}}.dump(1) + "\n";
 }
@@ -165,16 +191,26 @@ SignatureBook SignatureBook::from_json_text(std::string_view text, const std::st
     key.grid = dims("grid");
     key.block = dims("block");
     key.pointers = u32(e, "pointers");
-    if (!e.contains("args_hash") || !e["args_hash"].is_string()) throw where("\"args_hash\" is not a hex string");
-    {
-      const std::string h = e["args_hash"].get<std::string>();
+    auto hex = [&](const char* field) -> uint64_t {
+      if (!e.contains(field) || !e[field].is_string()) throw where(fmt::format("\"{}\" is not a hex string", field));
+      const std::string h = e[field].get<std::string>();
       errno = 0;
       char* end = nullptr;
-      key.args_hash = std::strtoull(h.c_str(), &end, 16);
+      const uint64_t v = std::strtoull(h.c_str(), &end, 16);
       if (h.size() < 3 || h.compare(0, 2, "0x") != 0 || errno != 0 || end != h.c_str() + h.size())
-        throw where(fmt::format("\"args_hash\" \"{}\" is not a hex string", h));
-    }
+        throw where(fmt::format("\"{}\" \"{}\" is not a hex string", field, h));
+      return v;
+    };
     LearnedSignature sig;
+    if (e.contains("args_hash") && e["args_hash"] == "any") {
+      key.any_args = true;
+      sig.first_hash = hex("first_args_hash");
+      if (!e.contains("args_hashes_differ") || !e["args_hashes_differ"].is_boolean())
+        throw where("\"args_hashes_differ\" is not true or false");
+      sig.hashes_differ = e["args_hashes_differ"].get<bool>();
+    } else {
+      key.args_hash = hex("args_hash");
+    }
     sig.seen = u32(e, "seen");
     if (sig.seen == 0) throw where("\"seen\" is 0");
     if (e.contains("conflicting")) {

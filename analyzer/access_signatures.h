@@ -35,11 +35,18 @@ struct SignatureInterval {
   bool operator==(const SignatureInterval&) const = default;
 };
 
+// A key either names the arguments' hash (`any_args` false) or stands for every launch of the
+// kernel with that shape (`any_args`, args_hash 0). Many kernels pass by-value structs with
+// members the host leaves unset (PyTorch's reduce_kernel: `dst[1]` of a one-output reduction,
+// struct padding), so their hash differs from launch to launch while their accesses do not; a
+// shape key is trusted only once launches with different hashes agreed on the same intervals
+// (so what varied did not change what the kernel touched) and none disagreed.
 struct SignatureKey {
   std::string kernel;  // the trace's kernel name (demangled where the tracer demangled it)
   std::array<uint32_t, 3> grid{}, block{};
   uint32_t pointers = 0;
   uint64_t args_hash = 0;
+  bool any_args = false;
   bool operator==(const SignatureKey&) const = default;
 };
 
@@ -49,26 +56,34 @@ struct SignatureKeyView {
   std::array<uint32_t, 3> grid{}, block{};
   uint32_t pointers = 0;
   uint64_t args_hash = 0;
+  bool any_args = false;
 };
 
 struct LearnedSignature {
   std::vector<SignatureInterval> intervals;  // canonical: sorted by pointer and offset, merged
   uint32_t seen = 0;                         // measured launches that agreed on these intervals
   bool conflicting = false;                  // two measured launches with this key disagreed
+  // A shape key's: the first arguments' hash observed, and whether another one was too.
+  uint64_t first_hash = 0;
+  bool hashes_differ = false;
 };
 
 class SignatureBook {
  public:
   static constexpr uint32_t kMinSeen = 2;
 
-  // One measured launch: its intervals in any order (canonicalised here).
+  // One measured launch with arguments' hash `key.args_hash`: its intervals in any order
+  // (canonicalised here), under its own key and its shape key.
   void observe(const SignatureKey& key, std::vector<SignatureInterval> intervals);
   // Another book's observations, as if observed here (seen counts add up; disagreement conflicts).
   void merge(const SignatureBook& other);
-  // The signature for a key if it is trusted (seen >= kMinSeen, never conflicting), else null.
+  // The trusted signature for a launch: its own key's (seen >= kMinSeen, never conflicting),
+  // else its shape key's (the same, and hashes_differ), else null.
   const LearnedSignature* trusted(const SignatureKeyView& key) const;
 
-  size_t size() const { return map_.size(); }
+  // Launch keys (kernel, shape, arguments' hash) observed, and how many of them a trusted
+  // signature (their own or their shape's) covers.
+  size_t size() const;
   size_t trusted_count() const;
   bool empty() const { return map_.empty(); }
 
@@ -94,10 +109,13 @@ class SignatureBook {
     template <typename A, typename B>
     bool operator()(const A& a, const B& b) const {
       return std::string_view(a.kernel) == std::string_view(b.kernel) && a.grid == b.grid && a.block == b.block &&
-             a.pointers == b.pointers && a.args_hash == b.args_hash;
+             a.pointers == b.pointers && a.args_hash == b.args_hash && a.any_args == b.any_args;
     }
   };
-  static SignatureKeyView view(const SignatureKey& k) { return {k.kernel, k.grid, k.block, k.pointers, k.args_hash}; }
+  static SignatureKeyView view(const SignatureKey& k) {
+    return {k.kernel, k.grid, k.block, k.pointers, k.args_hash, k.any_args};
+  }
+  const LearnedSignature* trusted_entry(const SignatureKeyView& key) const;
   void add(const SignatureKey& key, const LearnedSignature& sig);
   std::unordered_map<SignatureKey, LearnedSignature, Hash, Equal> map_;
 };

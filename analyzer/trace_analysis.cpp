@@ -574,30 +574,38 @@ void TraceAnalysis::learn_signature(const KernelLaunchHead& k, std::span<const u
                                     size_t measured_n) {
   const std::optional<uint64_t> hash = args_hash(k, tail);
   if (!hash) return;
-  // Each pointer's reach: from it to the end of its allocator block (or allocation).
-  struct Reach {
-    uint64_t lo, hi;
+  // The launch's pointers into traced memory, by address, each with its allocation's end.
+  struct Ptr {
+    uint64_t addr, alloc_end;
+    uint32_t index;
   };
-  std::vector<Reach> reach(k.nptrs, Reach{0, 0});
+  std::vector<Ptr> ptrs;
   for (uint32_t i = 0; i < k.nptrs; ++i) {
     uint64_t p;
     std::memcpy(&p, tail.data() + size_t(i) * sizeof(uint64_t), sizeof(p));
     const AllocationRange* al = shadow_.find(p);
-    if (!al || al->kind == 0) continue;
-    bool in_block = false;
-    reach[i] = Reach{p, p + blocks_.kernel_extent(p, al->end, in_block)};
+    if (al && al->kind != 0) ptrs.push_back(Ptr{p, al->end, i});
   }
+  std::sort(ptrs.begin(), ptrs.end(), [](const Ptr& x, const Ptr& y) { return x.addr < y.addr; });
+  // Each piece of an interval belongs to the nearest pointer at or below it, up to the next
+  // pointer or that pointer's allocation end: a measured interval is a hull per granule and may
+  // run over adjacent tensors' blocks (a reduction's output, its buffer and its semaphore).
   learning_.clear();
   for (size_t j = 0; j < measured_n; ++j) {
     const KernelAccess& ka = measured[j];
     if (ka.overflowed || ka.bytes == 0) return;  // not exact: nothing to learn
-    // The interval belongs to the nearest pointer below it whose reach holds all of it.
-    int best = -1;
-    for (uint32_t i = 0; i < k.nptrs; ++i)
-      if (reach[i].lo <= ka.addr && ka.addr + ka.bytes <= reach[i].hi && (best < 0 || reach[i].lo > reach[best].lo))
-        best = int(i);
-    if (best < 0) return;  // reached through memory, not an argument: not a function of the pointers
-    learning_.push_back(SignatureInterval{uint32_t(best), ka.addr - reach[best].lo, ka.bytes, ka.dir});
+    uint64_t lo = ka.addr;
+    const uint64_t hi = ka.addr + ka.bytes;
+    while (lo < hi) {
+      auto above = std::upper_bound(ptrs.begin(), ptrs.end(), lo, [](uint64_t a, const Ptr& p) { return a < p.addr; });
+      if (above == ptrs.begin()) return;  // below every pointer: reached through memory, not an argument
+      const Ptr& owner = *(above - 1);
+      uint64_t end = std::min(hi, owner.alloc_end);
+      if (above != ptrs.end()) end = std::min(end, above->addr);
+      if (end <= lo) return;  // past its pointer's allocation: not a function of the pointers
+      learning_.push_back(SignatureInterval{owner.index, lo - owner.addr, end - lo, ka.dir});
+      lo = end;
+    }
   }
   SignatureKey key{str(k.name_id), {k.grid[0], k.grid[1], k.grid[2]}, {k.block[0], k.block[1], k.block[2]}, k.nptrs, *hash};
   book_.observe(key, learning_);
@@ -617,14 +625,12 @@ bool TraceAnalysis::apply_signature(StreamState& s, const KernelLaunchHead& k, s
     std::memcpy(&p, tail.data() + size_t(i) * sizeof(uint64_t), sizeof(p));
     return p;
   };
-  // Every interval must still lie within its pointer's block or allocation; else the launch
-  // is not the one the signature was learnt from, and keeps the default tier's accesses.
+  // Every interval must still lie within its pointer's allocation; else the launch is not
+  // like the ones the signature was learnt from, and keeps the default tier's accesses.
   for (const SignatureInterval& si : sig->intervals) {
     const uint64_t p = pointer(si.pointer);
     const AllocationRange* al = shadow_.find(p);
-    if (!al || al->kind == 0) return false;
-    bool in_block = false;
-    if (si.offset + si.bytes > blocks_.kernel_extent(p, al->end, in_block)) return false;
+    if (!al || al->kind == 0 || si.offset + si.bytes > al->end - p) return false;
   }
   for (const SignatureInterval& si : sig->intervals) {
     ++access_number_;

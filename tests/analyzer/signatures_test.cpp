@@ -30,6 +30,7 @@ constexpr uint64_t kHash = 0x1234'5678'9ABC'DEF0ull;
 struct Program {
   int learnt = 2;             // precise launches measured before the default-tier one
   bool disagree = false;      // the second measured launch writes other bytes
+  bool hashes_vary = false;   // each measured launch has another arguments' hash (unset struct members)
   bool overflowed = false;    // the measured write overflowed the device's interval table
   uint64_t use_hash = kHash;  // the default-tier launch's arguments' hash
   uint64_t read_off = 512;    // the other stream's 256-byte read, from the used output's start
@@ -45,7 +46,8 @@ struct Built {
 void learn_launches(TraceBuilder& t, uint64_t a, const Program& p) {
   for (int i = 0; i < p.learnt; ++i) {
     uint64_t buf = t.alloc(kAlloc);
-    uint64_t k = t.at("train.py", 10, "step").kernel_hashed(a, "scale", {buf, buf + 4096}, kHash, trace::kKernelPrecise);
+    const uint64_t hash = p.hashes_vary ? kHash + 100 + i : kHash;
+    uint64_t k = t.at("train.py", 10, "step").kernel_hashed(a, "scale", {buf, buf + 4096}, hash, trace::kKernelPrecise);
     t.stream_synchronize(a);
     const uint64_t wrote = p.disagree && i == 1 ? 2048 : 1024;
     t.kernel_access(k, buf, wrote, AccessDir::kWrite, p.overflowed ? trace::kAccessRegion : 0);
@@ -159,6 +161,32 @@ TEST(Signatures, TwoMeasurementsThatDisagreeAreNeverTrusted) {
 TEST(Signatures, AnotherArgumentsHashIsAnotherLaunch) {
   Program p;
   p.use_hash = kHash ^ 1;
+  expect_possible_from_pointers(analyze(p));
+}
+
+// Launches whose hashes differ (members the host leaves unset) but whose accesses agree teach
+// their shape: a launch with yet another hash takes the shape's signature. One hash seen, or
+// two that disagree, teach no shape.
+TEST(Signatures, HashesThatDifferWithAccessesThatAgreeTeachTheShape) {
+  Program p;
+  p.hashes_vary = true;
+  p.use_hash = kHash + 7;
+  Built b;
+  auto r = analyze(p, &b);
+  expect_certain_by_signature(r, b.out);
+  auto texts = notice_texts(r);
+  EXPECT_NE(std::find(texts.begin(), texts.end(),
+                      "access signatures: 2 measured launches taught 2 (2 trusted: seen 2 times alike); 1 launch took "
+                      "exact accesses from one"),
+            texts.end());
+  p.read_off = 2048;
+  EXPECT_TRUE(analyze(p).findings.empty());
+  p.read_off = 512;
+  p.learnt = 3;
+  p.disagree = true;
+  expect_possible_from_pointers(analyze(p));
+  p.learnt = 1;
+  p.disagree = false;
   expect_possible_from_pointers(analyze(p));
 }
 
