@@ -190,6 +190,49 @@ TEST(Signatures, HashesThatDifferWithAccessesThatAgreeTeachTheShape) {
   expect_possible_from_pointers(analyze(p));
 }
 
+// A measured interval is a hull per granule: a reduction writes its 4-byte output, its
+// 512-byte buffer and its 4-byte semaphore, adjacent blocks of one segment, as one range. It is
+// split at the pointers it runs over, so a launch whose three pointers lie apart gets three
+// ranges, not one from the first pointer: a read right after its output is clean, a read of
+// its buffer races.
+TEST(Signatures, AnIntervalOverSeveralPointersIsSplitAtThem) {
+  for (const uint64_t read_off : {uint64_t(600), uint64_t(4096 + 100)}) {
+    SCOPED_TRACE(read_off);
+    testing::TempDir dir;
+    const std::string path = dir.file("t.srace");
+    uint64_t seg2 = 0;
+    {
+      auto header = TraceBuilder::default_header(0);
+      header.mode = "precise";
+      TraceBuilder t(path, header);
+      uint64_t a = t.create_stream(), b = t.create_stream();
+      for (int i = 0; i < 2; ++i) {
+        uint64_t seg = t.alloc(1 << 20);
+        uint64_t k = t.kernel_hashed(a, "reduce", {seg, seg + 512, seg + 1024}, kHash, trace::kKernelPrecise);
+        t.stream_synchronize(a);
+        t.kernel_access(k, seg, 1028, AccessDir::kWrite);
+      }
+      seg2 = t.alloc(1 << 20);
+      uint64_t dst = t.alloc(4096);
+      t.kernel_hashed(a, "reduce", {seg2, seg2 + 4096, seg2 + 8192}, kHash);
+      t.memcpy(b, dst, seg2 + read_off, 8);
+    }
+    auto r = testing::analyze_files({path});
+    if (read_off == 600) {
+      EXPECT_TRUE(r.findings.empty());
+      continue;
+    }
+    ASSERT_EQ(r.findings.size(), 1u);
+    const auto& f = r.findings[0];
+    EXPECT_EQ(f.confidence, Confidence::kCertain);
+    EXPECT_TRUE(f.earlier.by_signature);
+    EXPECT_EQ(f.earlier.addr, seg2 + 4096);
+    EXPECT_EQ(f.earlier.bytes, 512u);
+    EXPECT_EQ(f.overlap_addr, seg2 + 4096 + 100);
+    EXPECT_EQ(f.overlap_bytes, 8u);
+  }
+}
+
 TEST(Signatures, AnOverflowedMeasurementTeachesNothing) {
   Program p;
   p.overflowed = true;
