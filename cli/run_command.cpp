@@ -57,6 +57,8 @@ struct RunArgs {
   bool precise_requested = false;  // --precise[=all|auto|REGEX], or a precise setting in the environment
   std::string precise;
   std::string precise_from;  // --precise=auto: the earlier run's traces (default: the -o directory)
+  std::string signatures;    // --signatures FILE: learned access signatures the analysis applies
+  std::shared_ptr<const analysis::SignatureBook> signature_book;  // loaded from it
   std::vector<std::string> command;
 };
 
@@ -434,9 +436,12 @@ Launch launch_traced(const RunArgs& a, std::map<const TracerSetting*, std::strin
 
 
 // Analyses one launch's traces into `result`; >= 0: stop with this status.
-int analyze_run(const RunArgs& a, const Launch& run, analysis::AnalysisResult& result) {
+int analyze_run(const RunArgs& a, const Launch& run, analysis::AnalysisResult& result,
+                analysis::SignatureBook* learned = nullptr) {
   try {
-    analysis::Analyzer analyzer;
+    analysis::AnalyzerOptions opts;
+    opts.signatures = a.signature_book;
+    analysis::Analyzer analyzer(opts);
     for (const auto& t : run.traces) {
       try {
         analyzer.add_trace(t);
@@ -446,6 +451,7 @@ int analyze_run(const RunArgs& a, const Launch& run, analysis::AnalysisResult& r
       }
     }
     result = analyzer.finish();
+    if (learned) *learned = analyzer.learned_signatures();
   } catch (const std::exception& e) {
     std::cerr << "streamrace run: error: " << e.what() << " (use --keep-going to skip unreadable traces)\n";
     return run.cmd_status != 0 ? run.cmd_status : kExitBadInput;
@@ -519,6 +525,14 @@ int run_traced(RunArgs a) {
   if (a.command.empty()) {
     std::cerr << "streamrace run: no command given (streamrace run [options] -- cmd args...)\n";
     return kExitBadInput;
+  }
+  if (!a.signatures.empty()) {  // refused before the command runs, not after
+    try {
+      a.signature_book = std::make_shared<const analysis::SignatureBook>(analysis::SignatureBook::load(a.signatures));
+    } catch (const trace::InputFileError& e) {
+      std::cerr << "streamrace run: error: " << e.what() << "\n";
+      return kExitBadInput;
+    }
   }
   try {
     report::OutputOptions oo;
@@ -598,7 +612,24 @@ int run_traced(RunArgs a) {
     return second.cmd_status;
   }
   analysis::AnalysisResult result;
-  if (int bad = analyze_run(a, second, result); bad >= 0) return bad;
+  analysis::SignatureBook learned;
+  if (int bad = analyze_run(a, second, result, &learned); bad >= 0) return bad;
+  // What the confirming run's measured launches taught, for later runs (--signatures), added
+  // to the signatures this run was given.
+  if (!learned.empty()) {
+    analysis::SignatureBook book;
+    if (a.signature_book) book = *a.signature_book;
+    book.merge(learned);
+    const std::string file = confirm_dir + "/signatures.json";
+    try {
+      book.save(file);
+      std::cerr << "streamrace run --confirm: " << book.size() << " access signature" << (book.size() == 1 ? "" : "s")
+                << " (" << book.trusted_count() << " trusted) in " << file
+                << "; later runs apply them with --signatures " << file << "\n";
+    } catch (const std::runtime_error& e) {
+      std::cerr << "streamrace run --confirm: warning: " << e.what() << "\n";
+    }
+  }
   std::vector<analysis::Confirmation> confirmed =
       analysis::confirm_findings(first_result.findings, result.findings, kernels, measured_kernels(result));
   return report_run(a, second, confirm_dir, result, confirmed);
@@ -690,6 +721,9 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                 "Run the command, then once more with precise mode on only the kernels behind its possible "
                 "findings: each becomes certain or goes away (the second run's report is the verdict, its traces "
                 "in -o DIR/confirm; the whole command runs twice)");
+  sub->add_option("--signatures", args->signatures,
+                  "Apply the learned kernel access signatures in FILE to the analysis (docs/signatures.md; "
+                  "--confirm writes DIR/confirm/signatures.json)");
   sub->add_option("--precise-from", args->precise_from,
                   "With --precise=auto: the directory of the earlier run whose possible findings name the kernels "
                   "to patch (default: the traces already in --output-dir)");

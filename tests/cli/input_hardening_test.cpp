@@ -64,6 +64,11 @@ TEST_F(InputHardening, ABadSignatureFileExitsTwo) {
   auto r = sr("analyze t.srace --signatures missing.json");
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_EQ(r.err.rfind("streamrace analyze: error: missing.json: ", 0), 0u) << r.err;
+  // `run` refuses it before running the command (which would leave a mark).
+  expect_refused("run --signatures bad.json -o out -- touch ran",
+                 "streamrace run: error: bad.json: not a signature file: \"version\" is not 1 (this streamrace reads "
+                 "version 1)");
+  EXPECT_FALSE(fs::exists(file("ran")));
 }
 
 TEST_F(InputHardening, MalformedCaptureMarkExitsTwo) {
