@@ -293,6 +293,14 @@ bool TracerProcess::start_precise() {
     options.patches_path = tracer_setting("precise_patches").value_or("");
     if (options.patches_path.empty()) options.patches_path = own_directory() + "/streamrace_precise_patches.fatbin";
     if (tracer_setting("precise_module_filter").value_or("1") == "0") options.filter_modules = false;
+    if (auto n = tracer_setting("precise_sample")) {
+      char* end = nullptr;
+      const unsigned long v = std::strtoul(n->c_str(), &end, 10);
+      if (n->empty() || *end != '\0' || v > 1000000)
+        why = "STREAMRACE_PRECISE_SAMPLE=" + *n + " is not a count of launches (0 to 1000000)";
+      else
+        options.sample = uint32_t(v);
+    }
     if (access(options.patches_path.c_str(), R_OK) != 0)
       why = "the device callbacks " + options.patches_path + " are missing";
   }
@@ -421,8 +429,11 @@ void TracerProcess::at_exit() {
                                 (unsigned long long)n.patched_modules, (unsigned long long)n.skipped_modules,
                                 (unsigned long long)n.patched_launches);
         if (n.graph_kernel_nodes > 0 && len > 0 && size_t(len) < sizeof msg)
-          std::snprintf(msg + len, sizeof msg - size_t(len), ", %llu kernel nodes of graph launches not measured",
-                        (unsigned long long)n.graph_kernel_nodes);
+          len += std::snprintf(msg + len, sizeof msg - size_t(len), ", %llu kernel nodes of graph launches not measured",
+                               (unsigned long long)n.graph_kernel_nodes);
+        if (n.sampled_out > 0 && len > 0 && size_t(len) < sizeof msg)
+          std::snprintf(msg + len, sizeof msg - size_t(len), ", %llu launches left unmeasured by the sample limit",
+                        (unsigned long long)n.sampled_out);
         recorder().add_notice(trace::NoticeLevel::kInfo, msg);
         if (tracer_flag("precise_debug"))
           std::fprintf(stderr, "streamrace (pid %d): %s, %llu API callbacks\n", int(getpid()), msg,

@@ -66,6 +66,10 @@ inline constexpr TracerSetting kTracerSettings[] = {
     {"precise_module_filter", "STREAMRACE_PRECISE_MODULE_FILTER", "0|1", "1",
      "precise mode: 0 patches every module, not only those holding a selected kernel"},
     {"precise_debug", "STREAMRACE_PRECISE_DEBUG", "0|1", "0", "precise mode: per-process counts on stderr"},
+    {"precise_sample", "STREAMRACE_PRECISE_SAMPLE", "N", "0",
+     "precise mode: measure at most N launches of each kernel with one launch shape (0: every launch); the analysis "
+     "gives the others what the measured ones taught (learned access signatures, docs/signatures.md) or the default "
+     "tier's accesses"},
 };
 
 inline const TracerSetting* find_tracer_setting(std::string_view key) {

@@ -94,6 +94,24 @@ struct State {
   std::atomic<uint64_t> patched_launches{0};
   std::atomic<uint64_t> skipped_modules{0};
   std::atomic<uint64_t> graph_kernel_nodes{0};
+  std::atomic<uint64_t> sampled_out{0};
+  // SanitizerOptions::sample: launches measured so far per kernel and shape (under mu).
+  struct Shape {
+    CUfunction function;
+    uint32_t grid[3], block[3];
+    bool operator==(const Shape& o) const {
+      return function == o.function && std::equal(grid, grid + 3, o.grid) && std::equal(block, block + 3, o.block);
+    }
+  };
+  struct ShapeHash {
+    size_t operator()(const Shape& k) const {
+      size_t h = std::hash<const void*>{}(k.function);
+      for (uint32_t v : k.grid) h = h * 1000003u ^ v;
+      for (uint32_t v : k.block) h = h * 1000003u ^ v;
+      return h;
+    }
+  };
+  std::unordered_map<Shape, uint32_t, ShapeHash> measured_per_shape;
 };
 std::atomic<State*> g_state{nullptr};
 
@@ -281,7 +299,16 @@ void on_launch_begin(State& st, const Sanitizer_LaunchData* l) {
   if (t_api_depth > 0 && st.options.selector.should_patch(mangled, demangled)) {
     std::lock_guard lock(st.mu);
     ContextState& cs = st.contexts[l->context];
-    if (cs.patches_loaded && ensure_ring_locked(st, l->context, cs, l->hStream)) {
+    bool sampled_out = false;
+    if (st.options.sample != 0) {
+      uint32_t& n = st.measured_per_shape[State::Shape{l->function,
+                                                       {l->gridDim_x, l->gridDim_y, l->gridDim_z},
+                                                       {l->blockDim_x, l->blockDim_y, l->blockDim_z}}];
+      sampled_out = n >= st.options.sample;
+      if (sampled_out) st.sampled_out.fetch_add(1, std::memory_order_relaxed);
+      else ++n;
+    }
+    if (!sampled_out && cs.patches_loaded && ensure_ring_locked(st, l->context, cs, l->hStream)) {
       // Every slot is waiting for a synchronisation the program has not made yet: make one.
       if (cs.free_slots.empty()) collect_context_locked(st, cs);
       if (!cs.free_slots.empty()) {
@@ -461,6 +488,7 @@ SessionCounts SanitizerSession::counts() const {
     c.patched_launches = st->patched_launches.load();
     c.skipped_modules = st->skipped_modules.load();
     c.graph_kernel_nodes = st->graph_kernel_nodes.load();
+    c.sampled_out = st->sampled_out.load();
   }
   return c;
 }

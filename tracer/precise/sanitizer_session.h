@@ -33,6 +33,10 @@ struct SanitizerOptions {
   uint32_t ring_slots = 1024;     // LaunchIntervals slots per context
   uint32_t granule_shift = kDefaultGranuleShift;
   bool filter_modules = true;     // patch only modules holding a selected kernel
+  // Measure at most this many launches of each kernel with one launch shape (grid, block);
+  // 0: every launch. The analysis gives the others the accesses the measured ones taught
+  // (learned access signatures, docs/signatures.md), or the default tier's.
+  uint32_t sample = 0;
 };
 
 struct SessionCounts {
@@ -41,6 +45,7 @@ struct SessionCounts {
   uint64_t patched_launches = 0;  // launches that got an interval slot
   uint64_t skipped_modules = 0;   // modules holding no selected kernel, left unpatched
   uint64_t graph_kernel_nodes = 0;  // kernel nodes of graph launches: run patched, not measured
+  uint64_t sampled_out = 0;         // selected launches left unmeasured by SanitizerOptions::sample
 };
 
 class SanitizerSession {
