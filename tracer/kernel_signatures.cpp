@@ -26,6 +26,22 @@ const KernelSignature* signature_for(std::string_view kernel_name) {
   return nullptr;
 }
 
+uint32_t pointer_alignment(std::string_view name) {
+  // Mangled (`vectorized_elementwise_kernelILi8E`) or demangled (`vectorized_elementwise_kernel<8, `).
+  constexpr std::string_view kKernel = "vectorized_elementwise_kernel";
+  const size_t at = name.find(kKernel);
+  if (at == std::string_view::npos) return 1;
+  std::string_view rest = name.substr(at + kKernel.size());
+  if (rest.rfind("ILi", 0) == 0) rest.remove_prefix(3);
+  else if (rest.rfind("<", 0) == 0) rest.remove_prefix(1);
+  else return 1;
+  uint32_t vec = 0;
+  size_t i = 0;
+  while (i < rest.size() && i < 3 && rest[i] >= '0' && rest[i] <= '9') vec = vec * 10 + uint32_t(rest[i++] - '0');
+  if (i == 0 || i >= rest.size() || (rest[i] != 'E' && rest[i] != ',')) return 1;
+  return vec >= 1 && vec <= 64 && (vec & (vec - 1)) == 0 ? vec : 1;
+}
+
 uint32_t pointer_words(const KernelSignature* sig, uint32_t param, uint32_t param_words, const uint32_t grid[3]) {
   if (sig == nullptr) return param_words;
   if (sig->scalars_from != 0 && param >= sig->scalars_from) return 0;

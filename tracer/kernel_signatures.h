@@ -36,6 +36,14 @@ struct KernelSignature {
 // The built-in signature for a kernel name, or null.
 const KernelSignature* signature_for(std::string_view kernel_name);
 
+// The alignment in bytes every pointer argument of a kernel has (1: nothing known). PyTorch's
+// `vectorized_elementwise_kernel<VEC, ...>` runs only when every data pointer is aligned to VEC
+// elements of its type (aten/src/ATen/native/cuda/MemoryAccess.cuh, can_vectorize_up_to: the
+// host picks VEC as the smallest such count over the pointers), so to at least VEC bytes; a
+// word that is not is a scalar (seen on the H200: dropout's float scale in the low half of a
+// word whose high half was stack garbage read as a pointer into a live 100 MB block).
+uint32_t pointer_alignment(std::string_view kernel_name);
+
 // How many leading 8-byte words of parameter `param` may hold pointers under `sig` (all of
 // them, `param_words`, when `sig` is null or is about another parameter; none for a parameter
 // the signature says holds only scalars).

@@ -382,6 +382,39 @@ TEST_F(HandlerTest, ArgumentsHashKeysTheScalarsNotTheAddresses) {
   EXPECT_NE(hash[5], hash[6]);
 }
 
+// PyTorch's vectorized elementwise kernels run only with every pointer aligned to VEC elements
+// (tracer/kernel_signatures.h): a word that is not (a float scale under stack garbage) is no
+// argument of `vectorized_elementwise_kernel<8, ...>`, while an aligned one is; a kernel without
+// that name, or with kernel signatures off, keeps the misaligned word.
+TEST_F(HandlerTest, VectorizedKernelsTakeOnlyAlignedPointers) {
+  malloc_device(0x7000'0000, 1 << 20);
+  struct Params {
+    uint64_t scale_word;  // low half a float, high half garbage that reads as a live address
+    uint64_t out;
+  } prm{0x7000'1004, 0x7000'2000};
+  void* args[] = {&prm.scale_word, &prm.out};
+  const char* vec8 = "_ZN2at6native29vectorized_elementwise_kernelILi8EZZZNS0_12_GLOBAL__N_1masked_scaleEvEEvifT1_";
+  const char* vec2 = "_ZN2at6native29vectorized_elementwise_kernelILi2EZZZNS0_3addEvEEvifT1_";
+  const std::pair<uint64_t, const char*> launches[] = {{0xA8, vec8}, {0xA2, vec2}, {0xA0, "_Z5otherPfS_"}};
+  for (auto [func, name] : launches) {
+    queries_.layouts[func] = {{0, 8}, {8, 8}};
+    cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 4, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 70, name);
+  }
+  handler_->set_kernel_signatures(false);
+  queries_.layouts[0xA9] = {{0, 8}, {8, 8}};
+  cuLaunchKernel_params dp{as_ptr<CUfunc_st>(0xA9), 4, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 71, vec8);
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 4u);
+  const std::vector<uint64_t> both = {0x7000'1004, 0x7000'2000};
+  EXPECT_EQ(ks[0].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'2000}));  // 8: 0x...1004 is not
+  EXPECT_EQ(ks[1].tail_words<trace::KernelLaunchHead>(), both);  // 2: 4-byte aligned is aligned enough
+  EXPECT_EQ(ks[2].tail_words<trace::KernelLaunchHead>(), both);
+  EXPECT_EQ(ks[3].tail_words<trace::KernelLaunchHead>(), both);  // signatures off
+}
+
 TEST_F(HandlerTest, RuntimeLaunchWithoutDriverCallbackIsStillRecordedUnscanned) {
   int n = 3;
   void* args[] = {&n};
