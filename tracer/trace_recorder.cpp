@@ -7,6 +7,7 @@
 #include <unistd.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "tracer/windowed_trace_writer.h"
@@ -141,17 +142,33 @@ void TraceRecorder::add_raw(trace::RecordKind kind, const void* fixed, size_t fi
   if (closed_.load(std::memory_order_relaxed)) return;
   start_once();
   ThreadBuffer& b = buffer();
-  size_t now;
+  const size_t record_bytes = sizeof(trace::RecordPrefix) + std::min<size_t>(fixed_size + tail_size, 0xFFFF);
+  bool handed_off = false;
   {
     std::lock_guard lock(b.mu);
-    if (b.chunk.bytes() > opts_.max_buffer_bytes) {
+    if (b.chunk.bytes() + b.full_bytes > opts_.max_buffer_bytes) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
+    if (b.chunk.bytes() + record_bytes > opts_.handoff_bytes && !b.chunk.empty()) {
+      // Full: handed off whole (never grown, which would copy it and fault in new pages).
+      b.full_bytes += b.chunk.bytes();
+      b.full.push_back(std::move(b.chunk));
+      b.chunk = trace::ChunkBuilder();
+      if (b.spare_ready) std::swap(b.chunk, b.spare);
+      b.spare_ready = false;
+      b.chunk.reserve(opts_.handoff_bytes);  // no-op for a spare
+      handed_off = true;
+    }
     b.chunk.add_raw(kind, fixed, fixed_size, tail, tail_size);
-    now = b.chunk.bytes();
   }
-  if (now > opts_.handoff_bytes && opts_.background_flusher) wake_.notify_one();
+  if (handed_off && opts_.background_flusher) {
+    {
+      std::lock_guard wl(wake_mu_);
+      handed_off_ = true;
+    }
+    wake_.notify_one();
+  }
 }
 
 void TraceRecorder::add_kernel(const trace::KernelLaunchHead& head, std::span<const uint64_t> ptrs) {
@@ -244,7 +261,8 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final) {
   try {
     trace::ChunkBuilder defs = definitions_locked(strings, stacks);
     if (!defs.empty()) writer_->write_chunk(defs);
-    trace::ChunkBuilder merged;
+    trace::ChunkBuilder& merged = merge_buffer_;
+    merged.clear();
     for (auto& c : drained) {
       if (merged.bytes() + c.bytes() > (8u << 20) && !merged.empty()) {
         writer_->write_chunk(merged);
@@ -297,6 +315,10 @@ void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::Ch
     } else {
       lock.lock();
     }
+    const bool busy = !b->full.empty();  // it filled a chunk since the last drain
+    for (auto& c : b->full) drained.push_back(std::move(c));
+    b->full.clear();
+    b->full_bytes = 0;
     if (!b->chunk.empty()) {
       drained.emplace_back();
       std::swap(drained.back(), b->chunk);
@@ -304,6 +326,12 @@ void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::Ch
         std::swap(b->chunk, spare_chunks_.back());
         spare_chunks_.pop_back();
       }
+    }
+    // A thread that fills chunks between drains gets its next one ready as well.
+    if (hand_back_spares && !dead && busy && !b->spare_ready && !spare_chunks_.empty()) {
+      std::swap(b->spare, spare_chunks_.back());
+      spare_chunks_.pop_back();
+      b->spare_ready = true;
     }
     lock.unlock();
     if (dead) {
@@ -389,8 +417,9 @@ void TraceRecorder::flusher_main() {
   }
   std::unique_lock wl(wake_mu_);
   while (!stop_) {
-    wake_.wait_for(wl, std::chrono::milliseconds(opts_.period_ms));
+    wake_.wait_for(wl, std::chrono::milliseconds(opts_.period_ms), [this] { return stop_ || handed_off_; });
     if (stop_) break;
+    handed_off_ = false;
     wl.unlock();
     flush();
     wl.lock();

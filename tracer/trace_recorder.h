@@ -1,5 +1,8 @@
 // TraceRecorder: where the tracer's records go. Each host thread appends to its own buffer
-// (one uncontended lock per record); a background flusher drains the buffers every period,
+// (one uncontended lock per record): a chunk of at most handoff_bytes, which the thread hands
+// off whole when it is full (waking the flusher) and replaces by a spare one the flusher gave
+// back, so a thread never copies a growing buffer nor faults in fresh pages in the steady
+// state. A background flusher drains the buffers every period (or when woken),
 // writes the strings and stacks they refer to first, and appends everything to the trace
 // file through trace::TraceWriter. The file is created on the first record, so a process
 // that never uses CUDA leaves nothing behind.
@@ -36,7 +39,7 @@ struct RecorderOptions {
   std::function<trace::TraceHeader()> header_provider;  // called once, before the file is created
   bool background_flusher = true;  // false: records reach the file only on flush()/close()
   uint32_t period_ms = 200;
-  size_t handoff_bytes = 4u << 20;   // a thread buffer this large wakes the flusher
+  size_t handoff_bytes = 4u << 20;   // a thread's chunk: when full, handed off and the flusher woken
   size_t max_buffer_bytes = 48u << 20;  // beyond this, records are dropped (and counted)
   CaptureOptions capture;  // active: only a window or a ring of steps is written (windowed_trace_writer.h)
 };
@@ -106,7 +109,11 @@ class TraceRecorder {
  private:
   struct ThreadBuffer {
     std::mutex mu;
-    trace::ChunkBuilder chunk;
+    trace::ChunkBuilder chunk;               // being appended to
+    std::vector<trace::ChunkBuilder> full;   // handed off since the last drain, oldest first
+    size_t full_bytes = 0;
+    trace::ChunkBuilder spare;               // cleared, with capacity (when spare_ready): the next chunk
+    bool spare_ready = false;
     uint32_t index = 0;
     pid_t tid = 0;
     std::atomic<bool> dead{false};
@@ -121,7 +128,7 @@ class TraceRecorder {
   bool ensure_open_locked(trace::TraceHeader* prepared);
   // Requires flush_mu_ and registry_mu_: moves every thread buffer's records into `drained`
   // (skipping buffers whose lock is taken when `nonblocking`), forgets dead threads' buffers,
-  // and, with `hand_back_spares`, gives each drained thread a spare buffer with capacity.
+  // and, with `hand_back_spares`, gives each drained thread spare chunks with capacity.
   void drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained, bool hand_back_spares);
   // Requires flush_mu_: the definitions chunk of one flush (strings, stacks, and a notice of
   // the records dropped since the last one).
@@ -145,11 +152,17 @@ class TraceRecorder {
   std::vector<std::pair<pid_t, uint32_t>> foreign_threads_;  // thread_index_of for threads without a buffer
 
   std::mutex flush_mu_;
-  // Drained thread buffers, written and cleared, handed back to threads at the next drain
+  // Drained thread chunks, written and cleared, handed back to threads at the next drain
   // (under flush_mu_): a thread appends into memory it already has, instead of growing a new
   // buffer from nothing after every flush (page faults and copies on the calling thread).
   std::vector<trace::ChunkBuilder> spare_chunks_;
-  static constexpr size_t kSpareChunks = 4;
+  static constexpr size_t kSpareChunks = 8;
+  // Set by a thread that handed off a chunk (under wake_mu_, so the flusher cannot miss it
+  // between looking and waiting); the flusher clears it when it wakes.
+  bool handed_off_ = false;
+  // The drained chunks merged into one of up to 8 MiB before compression; kept (cleared) from
+  // flush to flush so that its pages are faulted in once, not at every flush.
+  trace::ChunkBuilder merge_buffer_;
   std::unique_ptr<trace::TraceWriter> writer_;
   std::string capture_status_ = "ok";
   uint64_t dropped_reported_ = 0;
