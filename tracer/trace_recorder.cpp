@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "tracer/windowed_trace_writer.h"
 
@@ -142,25 +143,53 @@ void TraceRecorder::add_raw(trace::RecordKind kind, const void* fixed, size_t fi
   if (closed_.load(std::memory_order_relaxed)) return;
   start_once();
   ThreadBuffer& b = buffer();
-  const size_t record_bytes = sizeof(trace::RecordPrefix) + std::min<size_t>(fixed_size + tail_size, 0xFFFF);
-  bool handed_off = false;
-  {
-    std::lock_guard lock(b.mu);
-    if (b.chunk.bytes() + b.full_bytes > opts_.max_buffer_bytes) {
+  size_t body = fixed_size + tail_size;
+  if (body > 0xFFFF) {  // the only variable parts are strings and lists; cut, never overflow
+    tail_size = 0xFFFF - fixed_size;
+    body = 0xFFFF;
+  }
+  const size_t need = sizeof(trace::RecordPrefix) + body;
+  ThreadChunk* c = b.chunk.get();
+  if (c == nullptr || c->pos + need > c->capacity) {
+    c = next_chunk(b, need);
+    if (c == nullptr) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    if (b.chunk.bytes() + record_bytes > opts_.handoff_bytes && !b.chunk.empty()) {
-      // Full: handed off whole (never grown, which would copy it and fault in new pages).
-      b.full_bytes += b.chunk.bytes();
+  }
+  uint8_t* at = c->data.get() + c->pos;
+  const trace::RecordPrefix p{uint16_t(kind), uint16_t(body)};
+  std::memcpy(at, &p, sizeof(p));
+  if (fixed_size) std::memcpy(at + sizeof(p), fixed, fixed_size);
+  if (tail_size) std::memcpy(at + sizeof(p) + fixed_size, tail, tail_size);
+  c->pos += need;
+  c->committed.store(c->pos, std::memory_order_release);
+}
+
+TraceRecorder::ThreadChunk* TraceRecorder::next_chunk(ThreadBuffer& b, size_t need) {
+  bool handed_off = false;
+  ThreadChunk* next;
+  {
+    std::lock_guard lock(b.handoff_mu);
+    ThreadChunk* c = b.chunk.get();
+    const size_t unflushed = c ? c->pos - c->flushed : 0;
+    if (b.pending_full + unflushed + need > opts_.max_buffer_bytes) return nullptr;
+    size_t capacity = std::min(opts_.handoff_bytes, opts_.max_buffer_bytes);
+    capacity = c ? std::min(capacity, c->capacity * 2) : std::min(capacity, kFirstChunkBytes);
+    capacity = std::max(capacity, need);
+    if (c && c->pos > 0) {
+      b.pending_full += unflushed;
       b.full.push_back(std::move(b.chunk));
-      b.chunk = trace::ChunkBuilder();
-      if (b.spare_ready) std::swap(b.chunk, b.spare);
-      b.spare_ready = false;
-      b.chunk.reserve(opts_.handoff_bytes);  // no-op for a spare
       handed_off = true;
     }
-    b.chunk.add_raw(kind, fixed, fixed_size, tail, tail_size);
+    if (b.spare && b.spare->capacity >= need) {
+      b.chunk = std::move(b.spare);
+    } else {
+      b.chunk = std::make_unique<ThreadChunk>();
+      b.chunk->data.reset(new uint8_t[capacity]);  // not zeroed: pages are touched as records land
+      b.chunk->capacity = capacity;
+    }
+    next = b.chunk.get();
   }
   if (handed_off && opts_.background_flusher) {
     {
@@ -169,6 +198,7 @@ void TraceRecorder::add_raw(trace::RecordKind kind, const void* fixed, size_t fi
     }
     wake_.notify_one();
   }
+  return next;
 }
 
 void TraceRecorder::add_kernel(const trace::KernelLaunchHead& head, std::span<const uint64_t> ptrs) {
@@ -241,7 +271,7 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final) {
   }
   // 1. Drain the thread buffers first: every record drained here was appended after the
   //    strings and stacks it names were interned, so step 2 sees all of them.
-  std::vector<trace::ChunkBuilder> drained;
+  std::vector<trace::ChunkBuilder>& drained = drained_;
   {
     std::unique_lock reg(registry_mu_, std::defer_lock);
     if (nonblocking) {
@@ -249,35 +279,21 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final) {
     } else {
       reg.lock();
     }
-    drain_buffers_locked(nonblocking, drained, true);
+    drain_buffers_locked(nonblocking, drained);
   }
+  const bool none = drained.empty() || drained.front().empty();
   // Interned strings alone (no record yet) never create the file.
-  if (drained.empty() && !writer_) return;
+  if (none && !writer_) return;
   // 2. Definitions, stacks before strings since symbolizing interns module names.
   auto stacks = stacks_.take_pending(strings_);
   auto strings = strings_.take_pending();
-  if (drained.empty() && stacks.empty() && strings.empty() && dropped_.load() == dropped_reported_) return;
+  if (none && stacks.empty() && strings.empty() && dropped_.load() == dropped_reported_) return;
   if (!ensure_open_locked(nullptr)) return;
   try {
     trace::ChunkBuilder defs = definitions_locked(strings, stacks);
     if (!defs.empty()) writer_->write_chunk(defs);
-    trace::ChunkBuilder& merged = merge_buffer_;
-    merged.clear();
-    for (auto& c : drained) {
-      if (merged.bytes() + c.bytes() > (8u << 20) && !merged.empty()) {
-        writer_->write_chunk(merged);
-        merged.clear();
-      }
-      c.append_to(merged);
-    }
-    if (!merged.empty()) writer_->write_chunk(merged);
-    // Keep a few of the drained buffers (cleared, their capacity kept) for the threads.
-    for (auto& c : drained) {
-      if (spare_chunks_.size() >= kSpareChunks) break;
-      if (c.bytes() > opts_.handoff_bytes * 2) continue;  // an outsized one is let go
-      c.clear();
-      spare_chunks_.push_back(std::move(c));
-    }
+    for (const auto& c : drained)
+      if (!c.empty()) writer_->write_chunk(c);
   } catch (const std::exception& e) {
     failed_.store(true);
     std::fprintf(stderr, "streamrace: writing trace %s failed: %s\n", opts_.path.c_str(), e.what());
@@ -301,12 +317,14 @@ trace::ChunkBuilder TraceRecorder::definitions_locked(const std::vector<std::pai
   return defs;
 }
 
-void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained,
-                                         bool hand_back_spares) {
+void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained) {
+  std::vector<DrainedRange> ranges;
+  std::vector<std::unique_ptr<ThreadChunk>> done;  // drained full chunks, recycled after the copy
   for (size_t i = 0; i < buffers_.size();) {
     auto& b = buffers_[i];
-    bool dead = b->dead.load();
-    std::unique_lock lock(b->mu, std::defer_lock);
+    // Read before the chunks: a thread publishes its last record before it is marked dead.
+    const bool dead = b->dead.load();
+    std::unique_lock lock(b->handoff_mu, std::defer_lock);
     if (nonblocking) {
       if (!lock.try_lock()) {
         ++i;
@@ -315,30 +333,58 @@ void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::Ch
     } else {
       lock.lock();
     }
-    const bool busy = !b->full.empty();  // it filled a chunk since the last drain
-    for (auto& c : b->full) drained.push_back(std::move(c));
-    b->full.clear();
-    b->full_bytes = 0;
-    if (!b->chunk.empty()) {
-      drained.emplace_back();
-      std::swap(drained.back(), b->chunk);
-      if (hand_back_spares && !dead && !spare_chunks_.empty()) {
-        std::swap(b->chunk, spare_chunks_.back());
-        spare_chunks_.pop_back();
-      }
+    const bool filled = !b->full.empty();  // it filled a chunk since the last drain
+    for (auto& c : b->full) {
+      ranges.push_back({c.get(), c->flushed, c->committed.load(std::memory_order_acquire)});
+      done.push_back(std::move(c));
     }
-    // A thread that fills chunks between drains gets its next one ready as well.
-    if (hand_back_spares && !dead && busy && !b->spare_ready && !spare_chunks_.empty()) {
-      std::swap(b->spare, spare_chunks_.back());
+    b->full.clear();
+    b->pending_full = 0;
+    if (ThreadChunk* c = b->chunk.get()) {
+      const size_t to = c->committed.load(std::memory_order_acquire);
+      if (to > c->flushed) ranges.push_back({c, c->flushed, to});
+      c->flushed = to;
+    }
+    // A thread that fills chunks between drains gets its next one ready.
+    if (!dead && filled && !b->spare && !spare_chunks_.empty()) {
+      b->spare = std::move(spare_chunks_.back());
       spare_chunks_.pop_back();
-      b->spare_ready = true;
     }
     lock.unlock();
     if (dead) {
+      // Its chunk is kept alive by `done` until the copy below.
+      if (b->chunk) done.push_back(std::move(b->chunk));
       buffers_.erase(buffers_.begin() + long(i));
     } else {
       ++i;
     }
+  }
+  // Into builders of up to 8 MiB (one compressed chunk each), reused from the last drain so
+  // that their pages are faulted in once; each record copied whole (a range is whole records).
+  if (drained.size() > 2) drained.resize(2);  // after a burst, the memory goes back
+  for (auto& c : drained) c.clear();
+  size_t out_index = 0;
+  for (const DrainedRange& r : ranges) {
+    if (drained.empty()) drained.emplace_back();
+    if (drained[out_index].bytes() + (r.to - r.from) > (8u << 20) && !drained[out_index].empty()) {
+      if (++out_index == drained.size()) drained.emplace_back();
+    }
+    trace::ChunkBuilder& out = drained[out_index];
+    const uint8_t* p = r.chunk->data.get() + r.from;
+    const uint8_t* end = r.chunk->data.get() + r.to;
+    while (p < end) {
+      trace::RecordPrefix prefix;
+      std::memcpy(&prefix, p, sizeof(prefix));
+      out.add_raw(trace::RecordKind(prefix.kind), p + sizeof(prefix), prefix.body_size, nullptr, 0);
+      p += sizeof(prefix) + prefix.body_size;
+    }
+  }
+  for (auto& c : done) {
+    if (spare_chunks_.size() >= kSpareChunks || c->capacity != opts_.handoff_bytes) continue;
+    c->pos = 0;
+    c->flushed = 0;
+    c->committed.store(0, std::memory_order_relaxed);
+    spare_chunks_.push_back(std::move(c));
   }
 }
 
@@ -348,7 +394,7 @@ void TraceRecorder::flush_windowed_locked(bool nonblocking, bool final) {
   // every call drained with a seq below `horizon` is placed by a known boundary.
   std::vector<CaptureBoundary> marks;
   uint64_t horizon = 0;
-  std::vector<trace::ChunkBuilder> drained;
+  std::vector<trace::ChunkBuilder>& drained = drained_;
   {
     std::unique_lock reg(registry_mu_, std::defer_lock);
     if (nonblocking) {
@@ -367,7 +413,7 @@ void TraceRecorder::flush_windowed_locked(bool nonblocking, bool final) {
         final = false;  // nothing is placed without its boundaries
       }
     }
-    drain_buffers_locked(nonblocking, drained, false);
+    drain_buffers_locked(nonblocking, drained);
   }
   auto stacks = stacks_.take_pending(strings_);
   auto strings = strings_.take_pending();
