@@ -2,7 +2,6 @@
 #include "tracer/allocation_table.h"
 
 #include <atomic>
-#include <memory>
 #include <mutex>
 
 namespace streamrace::tracer {
@@ -24,12 +23,25 @@ struct FindCache {
   Slot& slot_for(uint64_t addr) { return slots[granule_of(addr) & ((1u << kBits) - 1)]; }
 };
 // 224 KiB: on the heap, and only for threads that look up (a thread_local this large would be
-// zeroed into every thread's TLS block at its creation, CUDA-calling or not). A lookup during
-// the thread's own exit, after the pointer was destroyed, gets a new cache (leaked, not a crash).
+// zeroed into every thread's TLS block at its creation, CUDA-calling or not). The pointer is a
+// plain one, so that a hit reads one thread_local and no guard (in libstreamrace.so each is a
+// call of __tls_get_addr); its owner, made with the cache, frees it when the thread exits. A
+// lookup during the thread's own exit, after that, gets a new cache (leaked, not a crash).
+thread_local FindCache* t_find_cache = nullptr;
+struct FindCacheOwner {
+  ~FindCacheOwner() {
+    delete t_find_cache;
+    t_find_cache = nullptr;
+  }
+};
+__attribute__((noinline)) FindCache& new_find_cache() {
+  thread_local FindCacheOwner owner;
+  t_find_cache = new FindCache;
+  return *t_find_cache;
+}
 FindCache& find_cache() {
-  thread_local std::unique_ptr<FindCache> c;
-  if (!c) c = std::make_unique<FindCache>();
-  return *c;
+  FindCache* c = t_find_cache;
+  return c != nullptr ? *c : new_find_cache();
 }
 }  // namespace
 
