@@ -15,7 +15,10 @@
 
 namespace streamrace::tracer {
 
-TracerThreadState& thread_state() {
+// Out of line, like the other accessors of thread_locals below: in libstreamrace.so the address
+// of a thread_local costs a call of __tls_get_addr (about 3 ns), and an inlined one is computed
+// again at each use rather than kept in a register; a reference returned by a call is kept.
+__attribute__((noinline)) TracerThreadState& thread_state() {
   thread_local TracerThreadState state;
   return state;
 }
@@ -113,7 +116,8 @@ trace::MemKind CudaCallHandler::mem_kind(uint64_t ptr) {
 }
 
 void CudaCallHandler::on_call(const ApiCall& c) {
-  if (thread_state().internal > 0) return;
+  TracerThreadState& ts = thread_state();  // once per callback, passed on
+  if (ts.internal > 0) return;
   const CallSpec* spec = find_call(c.domain, c.cbid);
   if (spec == nullptr) return;
   try {
@@ -123,9 +127,9 @@ void CudaCallHandler::on_call(const ApiCall& c) {
       if (c.enter && spec->kind == CallKind::kFree) before_free(*spec, c.params);
     }
     if (c.domain == ApiDomain::kRuntime) {
-      on_runtime(c, *spec);
+      on_runtime(ts, c, *spec);
     } else {
-      on_driver(c, *spec);
+      on_driver(ts, c, *spec);
     }
   } catch (...) {
     // Never let the tracer's trouble reach the traced program.
@@ -139,8 +143,7 @@ void CudaCallHandler::before_free(const CallSpec& spec, const void* params) {
 }
 
 // A runtime call: its scope opens at enter, its record is written at exit.
-void CudaCallHandler::on_runtime(const ApiCall& c, const CallSpec& spec) {
-  auto& ts = thread_state();
+void CudaCallHandler::on_runtime(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec) {
   const bool launch = spec.kind == CallKind::kKernelLaunch;
   if (c.enter) {
     if (ts.runtime_depth++ == 0) {
@@ -181,9 +184,8 @@ void CudaCallHandler::on_runtime(const ApiCall& c, const CallSpec& spec) {
 }
 
 // A driver call: recorded at exit, unless it is part of a runtime call or of an NCCL call.
-void CudaCallHandler::on_driver(const ApiCall& c, const CallSpec& spec) {
+void CudaCallHandler::on_driver(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec) {
   if (c.enter) return;
-  auto& ts = thread_state();
   const bool launch = spec.kind == CallKind::kKernelLaunch;
   if (ts.nccl_depth > 0) {
     if (launch && ts.nccl_launch_correlation == 0 && c.result == 0)
@@ -571,12 +573,22 @@ inline uint64_t mix_word(uint64_t h, uint64_t w) {
   h *= 0xFF51AFD7ED558CCDull;
   return h ^ (h >> 32);
 }
+
+__attribute__((noinline)) std::vector<uint64_t>& launch_pointers() {  // see thread_state()
+  thread_local std::vector<uint64_t> ptrs;
+  return ptrs;
+}
+
+__attribute__((noinline)) std::unordered_map<uint64_t, FunctionFacts>& function_facts() {  // see thread_state()
+  thread_local std::unordered_map<uint64_t, FunctionFacts> functions;
+  return functions;
+}
 }  // namespace
 
 void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   GilScope python_stack_matters;
   trace::KernelLaunchHead h{};
-  thread_local std::vector<uint64_t> ptrs;
+  std::vector<uint64_t>& ptrs = launch_pointers();
   kernel_head(call, e, stream, device, h, ptrs);
   h.call = call_info(e.api);
   rec_->add_kernel(h, ptrs);
@@ -601,7 +613,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   h.stream = stream;
   h.correlation = e.correlation;
   h.device = device;
-  thread_local std::unordered_map<uint64_t, FunctionFacts> t_functions;
+  std::unordered_map<uint64_t, FunctionFacts>& t_functions = function_facts();
   FunctionFacts* facts = nullptr;
   if (call.func != 0) {
     auto it = t_functions.find(call.func);

@@ -24,6 +24,7 @@
 #include "tracer/host_access_tracker.h"
 #include "tracer/stack_capture.h"
 #include "tracer/step_markers.h"
+#include "tracer/thread_state.h"
 #include "tracer/torch_allocator_hook.h"
 #include "tracer/trace_recorder.h"
 
@@ -77,8 +78,8 @@ class CudaCallHandler {
   uint32_t device_of(uint64_t context);
 
  private:
-  void on_runtime(const ApiCall& c, const CallSpec& spec);
-  void on_driver(const ApiCall& c, const CallSpec& spec);
+  void on_runtime(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec);
+  void on_driver(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec);
   // How a call becomes its record: under which API name and correlation id, and on which
   // stream (`stream_named`: already the trace's id, from the enclosing runtime launch).
   struct Emission {

@@ -32,6 +32,7 @@ struct TraceRecorder::ThreadSlot {
   std::shared_ptr<ThreadBuffer> buf;
   ~ThreadSlot() {
     if (buf) buf->dead.store(true);
+    current_buffer() = CurrentBuffer{};  // a record during the rest of the thread's exit takes the slow path
   }
 };
 
@@ -91,7 +92,20 @@ TraceRecorder::~TraceRecorder() {
   }
 }
 
+// Out of line: a reference returned by a call stays in a register, an inlined thread_local's
+// address is computed again at each use.
+__attribute__((noinline)) TraceRecorder::CurrentBuffer& TraceRecorder::current_buffer() {
+  thread_local CurrentBuffer current;
+  return current;
+}
+
 TraceRecorder::ThreadBuffer& TraceRecorder::buffer() {
+  CurrentBuffer& current = current_buffer();
+  if (current.recorder == id_ && current.buf != nullptr) return *current.buf;
+  return new_buffer(current);
+}
+
+TraceRecorder::ThreadBuffer& TraceRecorder::new_buffer(CurrentBuffer& current) {
   thread_local ThreadSlot slot;
   if (slot.recorder != id_ || !slot.buf) {
     if (slot.buf) slot.buf->dead.store(true);
@@ -111,6 +125,7 @@ TraceRecorder::ThreadBuffer& TraceRecorder::buffer() {
     slot.buf = std::move(b);
     slot.recorder = id_;
   }
+  current = CurrentBuffer{id_, slot.buf.get()};
   return *slot.buf;
 }
 

@@ -136,7 +136,16 @@ class TraceRecorder {
     size_t from, to;
   };
   struct ThreadSlot;
+  // The calling thread's buffer in the recorder it used last, read on every record: trivially
+  // destructible, so that reading it takes no guard (in libstreamrace.so each thread_local
+  // naming is a __tls_get_addr call); ThreadSlot owns the buffer.
+  struct CurrentBuffer {
+    uint64_t recorder = 0;
+    ThreadBuffer* buf = nullptr;
+  };
+  static CurrentBuffer& current_buffer();
   ThreadBuffer& buffer();
+  ThreadBuffer& new_buffer(CurrentBuffer& current);
   // The thread's current chunk is full for `need` more bytes: hands it off and returns the next
   // one, or nullptr when the thread's unflushed records would exceed max_buffer_bytes.
   ThreadChunk* next_chunk(ThreadBuffer& b, size_t need);
