@@ -8,11 +8,12 @@ namespace streamrace::tracer {
 
 namespace {
 std::atomic<uint64_t> g_next_table_uid{1};
+}  // namespace
 
 // The calling thread's recent answers, direct-mapped by 2 MiB granule of the address looked up:
 // 4096 granules (8 GiB of memory in use), as a miss takes the shared lock and walks the map
 // (with 1024, a launch's 8 pointers into 2000 segments of 2 MiB cost 940 instead of 400 ns).
-struct FindCache {
+struct AllocationTable::ThreadCache {
   struct Slot {
     uint64_t table = 0, version = 0, granule = ~0ull;
     LiveAllocation a;
@@ -27,20 +28,21 @@ struct FindCache {
 // plain one, so that a hit reads one thread_local and no guard (in libstreamrace.so each is a
 // call of __tls_get_addr); its owner, made with the cache, frees it when the thread exits. A
 // lookup during the thread's own exit, after that, gets a new cache (leaked, not a crash).
-thread_local FindCache* t_find_cache = nullptr;
+namespace {
+thread_local AllocationTable::ThreadCache* t_find_cache = nullptr;
 struct FindCacheOwner {
   ~FindCacheOwner() {
     delete t_find_cache;
     t_find_cache = nullptr;
   }
 };
-__attribute__((noinline)) FindCache& new_find_cache() {
+__attribute__((noinline)) AllocationTable::ThreadCache& new_find_cache() {
   thread_local FindCacheOwner owner;
-  t_find_cache = new FindCache;
+  t_find_cache = new AllocationTable::ThreadCache;
   return *t_find_cache;
 }
-FindCache& find_cache() {
-  FindCache* c = t_find_cache;
+AllocationTable::ThreadCache& find_cache() {
+  AllocationTable::ThreadCache* c = t_find_cache;
   return c != nullptr ? *c : new_find_cache();
 }
 }  // namespace
@@ -73,10 +75,14 @@ void AllocationTable::erase_range(uint64_t base, uint64_t bytes) {
   while (it != by_base_.end() && it->first < base + bytes) it = by_base_.erase(it);
 }
 
-std::optional<LiveAllocation> AllocationTable::find(uint64_t addr) const {
+std::optional<LiveAllocation> AllocationTable::find(uint64_t addr) const { return find_in(find_cache(), addr); }
+
+AllocationTable::Finder AllocationTable::finder() const { return Finder(*this, find_cache()); }
+
+std::optional<LiveAllocation> AllocationTable::find_in(ThreadCache& cache, uint64_t addr) const {
   if (!maybe_contains(addr)) return std::nullopt;
-  FindCache::Slot& s = find_cache().slot_for(addr);
-  if (s.table == uid_ && s.granule == FindCache::granule_of(addr) &&
+  ThreadCache::Slot& s = cache.slot_for(addr);
+  if (s.table == uid_ && s.granule == ThreadCache::granule_of(addr) &&
       s.version == version_.load(std::memory_order_acquire) && addr - s.a.base < s.a.bytes)
     return s.a;
   uint64_t version = 0;
@@ -84,7 +90,7 @@ std::optional<LiveAllocation> AllocationTable::find(uint64_t addr) const {
   if (found) {
     s.table = uid_;
     s.version = version;
-    s.granule = FindCache::granule_of(addr);
+    s.granule = ThreadCache::granule_of(addr);
     s.a = *found;
   }
   return found;

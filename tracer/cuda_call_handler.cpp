@@ -82,8 +82,9 @@ uint32_t CudaCallHandler::api_id(ApiDomain d, uint32_t cbid) {
   return id;
 }
 
-uint32_t CudaCallHandler::device_of(uint64_t context) {
-  auto& ts = thread_state();
+uint32_t CudaCallHandler::device_of(uint64_t context) { return device_of(thread_state(), context); }
+
+uint32_t CudaCallHandler::device_of(TracerThreadState& ts, uint64_t context) {
   if (context != 0 && context == ts.last_context) return ts.last_device;
   uint32_t d;
   {
@@ -154,7 +155,7 @@ void CudaCallHandler::on_runtime(TracerThreadState& ts, const ApiCall& c, const 
       // handle: remember the stream as the user named it.
       if (launch) {
         ts.runtime.stream =
-            normalize_stream(extract(spec, c.params).stream, spec.per_thread_default, device_of(c.context));
+            normalize_stream(extract(spec, c.params).stream, spec.per_thread_default, device_of(ts, c.context));
       }
     }
     return;
@@ -174,6 +175,7 @@ void CudaCallHandler::on_runtime(TracerThreadState& ts, const ApiCall& c, const 
   // CUkernel the driver can describe.
   if (spec.kind == CallKind::kScopeOnly || scope.launch_emitted) return;
   Emission e;
+  e.ts = &ts;
   e.api = api_id(ApiDomain::kRuntime, c.cbid);
   e.correlation = scope.correlation;
   e.per_thread_default = spec.per_thread_default;
@@ -193,6 +195,7 @@ void CudaCallHandler::on_driver(TracerThreadState& ts, const ApiCall& c, const C
     return;
   }
   Emission e;
+  e.ts = &ts;
   e.context = c.context;
   e.result = c.result;
   e.symbol = c.symbol_name;
@@ -240,7 +243,7 @@ void CudaCallHandler::record(uint32_t api, Fill&& fill) {
 void CudaCallHandler::emit(const CudaCall& call, const Emission& e) {
   uint32_t device_memo = UINT32_MAX;
   auto device = [&] {
-    if (device_memo == UINT32_MAX) device_memo = device_of(e.context);
+    if (device_memo == UINT32_MAX) device_memo = e.ts ? device_of(*e.ts, e.context) : device_of(e.context);
     return device_memo;
   };
   auto stream = [&] { return e.stream_named ? e.stream : normalize_stream(call.stream, e.per_thread_default, device()); };
@@ -655,6 +658,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
     const std::vector<ParamSlot>& layout = facts->layout;
     if (facts->have_layout) {
       scanned = true;
+      const AllocationTable::Finder lookup = allocs_.finder();
       for (size_t i = 0; i < layout.size(); ++i) {
         const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
                                           : static_cast<const uint8_t*>(call.args[i]);
@@ -666,7 +670,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
         for (uint32_t off = 0; off + 8 <= all_words * 8; off += 8) {
           uint64_t w;
           std::memcpy(&w, base + off, 8);
-          if (off < words * 8 && allocs_.maybe_contains(w) && allocs_.find(w)) {
+          if (off < words * 8 && allocs_.maybe_contains(w) && lookup.find(w)) {
             size_t index = 0;
             while (index < ptrs.size() && ptrs[index] != w) ++index;
             if (index == ptrs.size()) ptrs.push_back(w);

@@ -76,6 +76,7 @@ class CudaCallHandler {
   // Between capture windows no stack is taken: the calls are not written.
   uint32_t capture_stack() { return stacks_ && rec_->recording_hint() ? stacks_->capture() : 0; }
   uint32_t device_of(uint64_t context);
+  uint32_t device_of(TracerThreadState& ts, uint64_t context);
 
  private:
   void on_runtime(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec);
@@ -83,6 +84,7 @@ class CudaCallHandler {
   // How a call becomes its record: under which API name and correlation id, and on which
   // stream (`stream_named`: already the trace's id, from the enclosing runtime launch).
   struct Emission {
+    TracerThreadState* ts = nullptr;  // the calling thread's (from on_call)
     uint32_t api = 0;
     uint64_t correlation = 0;
     bool per_thread_default = false;
