@@ -3,8 +3,10 @@
 // exit), as in tests/tracer/cuda_call_handler_test.cpp, with stacks off (StackCapture has its
 // own benchmark: bench/native_stack_cost.cpp). The kernel takes POINTERS pointer arguments into
 // ALLOCATIONS live allocations, round robin over FUNCTIONS kernels; a copy (cudaMemcpyAsync,
-// device to device) every 4th launch. Prints ns per launch (4 callbacks) and per callback;
-// run it under `perf record` to see where the time goes.
+// device to device) every 4th launch. Prints ns per launch (4 callbacks) and per callback, in
+// wall time and in the calling thread's CPU time (the latter does not count the time the thread
+// waited for a core: on a loaded machine it is the steadier of the two); run it under
+// `perf record` to see where the time goes.
 //
 //   streamrace-handler-cost [LAUNCHES] [POINTERS] [ALLOCATIONS] [FUNCTIONS]
 #define __CUDA_API_VERSION_INTERNAL 1
@@ -45,9 +47,9 @@ class BenchQueries : public CudaQueries {
   trace::MemKind memory_kind(uint64_t) override { return trace::MemKind::kDevice; }
 };
 
-double now_ns() {
+double now_ns(clockid_t clock = CLOCK_MONOTONIC) {
   timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
 }
 
@@ -92,7 +94,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> names;
   for (size_t f = 0; f < functions; ++f) names.push_back("_Z7kernel" + std::to_string(f) + "PfS_");
   const cudaStream_t stream = reinterpret_cast<cudaStream_t>(0x5000);
-  const double t0 = now_ns();
+  const double t0 = now_ns(), cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
   for (long i = 0; i < launches; ++i) {
     for (size_t s = 0; s < pointers; ++s) slots[s] = bases[(size_t(i) * 7 + s * 13) % bases.size()] + 256;
     slots[pointers] = 1024;
@@ -114,12 +116,12 @@ int main(int argc, char** argv) {
       call(ApiDomain::kRuntime, false, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, nullptr, &cp, corr);
     }
   }
-  const double dt = now_ns() - t0;
+  const double dt = now_ns() - t0, cpu = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
   rec.close();
   std::filesystem::remove_all(dir);
   const double calls = double(launches) * 4 + double(launches / 4) * 2;
   std::printf("launches=%ld pointers=%zu allocations=%zu functions=%zu: %.1f ns per launch (with its share of copies), "
-              "%.1f ns per callback\n",
-              launches, pointers, allocations, functions, dt / double(launches), dt / calls);
+              "%.1f ns per callback; thread CPU time %.1f ns per launch\n",
+              launches, pointers, allocations, functions, dt / double(launches), dt / calls, cpu / double(launches));
   return 0;
 }

@@ -35,6 +35,21 @@ class AllocationTable {
   void erase_range(uint64_t base, uint64_t bytes);
   // The allocation containing `addr`, if any.
   std::optional<LiveAllocation> find(uint64_t addr) const;
+  // The calling thread's cache of recent answers (allocation_table.cpp).
+  struct ThreadCache;
+  // For lookups made in a row by one thread (a launch's pointer words): the thread's cache is
+  // found once, not per lookup (in libstreamrace.so finding it is a call of __tls_get_addr).
+  class Finder {
+   public:
+    std::optional<LiveAllocation> find(uint64_t addr) const { return table_.find_in(cache_, addr); }
+
+   private:
+    friend class AllocationTable;
+    Finder(const AllocationTable& table, ThreadCache& cache) : table_(table), cache_(cache) {}
+    const AllocationTable& table_;
+    ThreadCache& cache_;
+  };
+  Finder finder() const;
   // Cheap pre-filter: false when `addr` lies outside every allocation's address range.
   bool maybe_contains(uint64_t addr) const {
     return addr >= lo_.load(std::memory_order_relaxed) && addr < hi_.load(std::memory_order_relaxed);
@@ -44,6 +59,7 @@ class AllocationTable {
   static trace::MemKind mem_kind_of(trace::AllocKind k);
 
  private:
+  std::optional<LiveAllocation> find_in(ThreadCache& cache, uint64_t addr) const;
   std::optional<LiveAllocation> find_locked(uint64_t addr, uint64_t& version) const;
 
   mutable std::shared_mutex mu_;

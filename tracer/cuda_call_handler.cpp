@@ -15,7 +15,10 @@
 
 namespace streamrace::tracer {
 
-TracerThreadState& thread_state() {
+// Out of line, like the other accessors of thread_locals below: in libstreamrace.so the address
+// of a thread_local costs a call of __tls_get_addr (about 3 ns), and an inlined one is computed
+// again at each use rather than kept in a register; a reference returned by a call is kept.
+__attribute__((noinline)) TracerThreadState& thread_state() {
   thread_local TracerThreadState state;
   return state;
 }
@@ -79,8 +82,9 @@ uint32_t CudaCallHandler::api_id(ApiDomain d, uint32_t cbid) {
   return id;
 }
 
-uint32_t CudaCallHandler::device_of(uint64_t context) {
-  auto& ts = thread_state();
+uint32_t CudaCallHandler::device_of(uint64_t context) { return device_of(thread_state(), context); }
+
+uint32_t CudaCallHandler::device_of(TracerThreadState& ts, uint64_t context) {
   if (context != 0 && context == ts.last_context) return ts.last_device;
   uint32_t d;
   {
@@ -113,7 +117,8 @@ trace::MemKind CudaCallHandler::mem_kind(uint64_t ptr) {
 }
 
 void CudaCallHandler::on_call(const ApiCall& c) {
-  if (thread_state().internal > 0) return;
+  TracerThreadState& ts = thread_state();  // once per callback, passed on
+  if (ts.internal > 0) return;
   const CallSpec* spec = find_call(c.domain, c.cbid);
   if (spec == nullptr) return;
   try {
@@ -123,9 +128,9 @@ void CudaCallHandler::on_call(const ApiCall& c) {
       if (c.enter && spec->kind == CallKind::kFree) before_free(*spec, c.params);
     }
     if (c.domain == ApiDomain::kRuntime) {
-      on_runtime(c, *spec);
+      on_runtime(ts, c, *spec);
     } else {
-      on_driver(c, *spec);
+      on_driver(ts, c, *spec);
     }
   } catch (...) {
     // Never let the tracer's trouble reach the traced program.
@@ -139,8 +144,7 @@ void CudaCallHandler::before_free(const CallSpec& spec, const void* params) {
 }
 
 // A runtime call: its scope opens at enter, its record is written at exit.
-void CudaCallHandler::on_runtime(const ApiCall& c, const CallSpec& spec) {
-  auto& ts = thread_state();
+void CudaCallHandler::on_runtime(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec) {
   const bool launch = spec.kind == CallKind::kKernelLaunch;
   if (c.enter) {
     if (ts.runtime_depth++ == 0) {
@@ -151,7 +155,7 @@ void CudaCallHandler::on_runtime(const ApiCall& c, const CallSpec& spec) {
       // handle: remember the stream as the user named it.
       if (launch) {
         ts.runtime.stream =
-            normalize_stream(extract(spec, c.params).stream, spec.per_thread_default, device_of(c.context));
+            normalize_stream(extract(spec, c.params).stream, spec.per_thread_default, device_of(ts, c.context));
       }
     }
     return;
@@ -171,6 +175,7 @@ void CudaCallHandler::on_runtime(const ApiCall& c, const CallSpec& spec) {
   // CUkernel the driver can describe.
   if (spec.kind == CallKind::kScopeOnly || scope.launch_emitted) return;
   Emission e;
+  e.ts = &ts;
   e.api = api_id(ApiDomain::kRuntime, c.cbid);
   e.correlation = scope.correlation;
   e.per_thread_default = spec.per_thread_default;
@@ -181,9 +186,8 @@ void CudaCallHandler::on_runtime(const ApiCall& c, const CallSpec& spec) {
 }
 
 // A driver call: recorded at exit, unless it is part of a runtime call or of an NCCL call.
-void CudaCallHandler::on_driver(const ApiCall& c, const CallSpec& spec) {
+void CudaCallHandler::on_driver(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec) {
   if (c.enter) return;
-  auto& ts = thread_state();
   const bool launch = spec.kind == CallKind::kKernelLaunch;
   if (ts.nccl_depth > 0) {
     if (launch && ts.nccl_launch_correlation == 0 && c.result == 0)
@@ -191,6 +195,7 @@ void CudaCallHandler::on_driver(const ApiCall& c, const CallSpec& spec) {
     return;
   }
   Emission e;
+  e.ts = &ts;
   e.context = c.context;
   e.result = c.result;
   e.symbol = c.symbol_name;
@@ -238,7 +243,7 @@ void CudaCallHandler::record(uint32_t api, Fill&& fill) {
 void CudaCallHandler::emit(const CudaCall& call, const Emission& e) {
   uint32_t device_memo = UINT32_MAX;
   auto device = [&] {
-    if (device_memo == UINT32_MAX) device_memo = device_of(e.context);
+    if (device_memo == UINT32_MAX) device_memo = e.ts ? device_of(*e.ts, e.context) : device_of(e.context);
     return device_memo;
   };
   auto stream = [&] { return e.stream_named ? e.stream : normalize_stream(call.stream, e.per_thread_default, device()); };
@@ -572,12 +577,22 @@ inline uint64_t mix_word(uint64_t h, uint64_t w) {
   h *= 0xFF51AFD7ED558CCDull;
   return h ^ (h >> 32);
 }
+
+__attribute__((noinline)) std::vector<uint64_t>& launch_pointers() {  // see thread_state()
+  thread_local std::vector<uint64_t> ptrs;
+  return ptrs;
+}
+
+__attribute__((noinline)) std::unordered_map<uint64_t, FunctionFacts>& function_facts() {  // see thread_state()
+  thread_local std::unordered_map<uint64_t, FunctionFacts> functions;
+  return functions;
+}
 }  // namespace
 
 void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   GilScope python_stack_matters;
   trace::KernelLaunchHead h{};
-  thread_local std::vector<uint64_t> ptrs;
+  std::vector<uint64_t>& ptrs = launch_pointers();
   kernel_head(call, e, stream, device, h, ptrs);
   h.call = call_info(e.api);
   rec_->add_kernel(h, ptrs);
@@ -602,7 +617,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   h.stream = stream;
   h.correlation = e.correlation;
   h.device = device;
-  thread_local std::unordered_map<uint64_t, FunctionFacts> t_functions;
+  std::unordered_map<uint64_t, FunctionFacts>& t_functions = function_facts();
   FunctionFacts* facts = nullptr;
   if (call.func != 0) {
     auto it = t_functions.find(call.func);
@@ -645,6 +660,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
     const std::vector<ParamSlot>& layout = facts->layout;
     if (facts->have_layout) {
       scanned = true;
+      const AllocationTable::Finder lookup = allocs_.finder();
       for (size_t i = 0; i < layout.size(); ++i) {
         const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
                                           : static_cast<const uint8_t*>(call.args[i]);
@@ -656,7 +672,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
         for (uint32_t off = 0; off + 8 <= all_words * 8; off += 8) {
           uint64_t w;
           std::memcpy(&w, base + off, 8);
-          if (off < words * 8 && w % facts->pointer_alignment == 0 && allocs_.maybe_contains(w) && allocs_.find(w)) {
+          if (off < words * 8 && w % facts->pointer_alignment == 0 && allocs_.maybe_contains(w) && lookup.find(w)) {
             size_t index = 0;
             while (index < ptrs.size() && ptrs[index] != w) ++index;
             if (index == ptrs.size()) ptrs.push_back(w);

@@ -24,6 +24,7 @@
 #include "tracer/host_access_tracker.h"
 #include "tracer/stack_capture.h"
 #include "tracer/step_markers.h"
+#include "tracer/thread_state.h"
 #include "tracer/torch_allocator_hook.h"
 #include "tracer/trace_recorder.h"
 
@@ -75,13 +76,15 @@ class CudaCallHandler {
   // Between capture windows no stack is taken: the calls are not written.
   uint32_t capture_stack() { return stacks_ && rec_->recording_hint() ? stacks_->capture() : 0; }
   uint32_t device_of(uint64_t context);
+  uint32_t device_of(TracerThreadState& ts, uint64_t context);
 
  private:
-  void on_runtime(const ApiCall& c, const CallSpec& spec);
-  void on_driver(const ApiCall& c, const CallSpec& spec);
+  void on_runtime(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec);
+  void on_driver(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec);
   // How a call becomes its record: under which API name and correlation id, and on which
   // stream (`stream_named`: already the trace's id, from the enclosing runtime launch).
   struct Emission {
+    TracerThreadState* ts = nullptr;  // the calling thread's (from on_call)
     uint32_t api = 0;
     uint64_t correlation = 0;
     bool per_thread_default = false;

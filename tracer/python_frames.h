@@ -37,9 +37,10 @@ namespace streamrace::tracer {
 // free, event or synchronisation calls, which PyTorch may make while holding its own locks.
 inline thread_local bool t_may_take_gil = false;
 struct GilScope {
-  bool saved = t_may_take_gil;
-  GilScope() { t_may_take_gil = true; }
-  ~GilScope() { t_may_take_gil = saved; }
+  bool& flag = t_may_take_gil;  // its address taken once (each naming can cost a __tls_get_addr call)
+  bool saved = flag;
+  GilScope() { flag = true; }
+  ~GilScope() { flag = saved; }
 };
 
 class PythonFrames {

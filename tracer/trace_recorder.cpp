@@ -7,7 +7,9 @@
 #include <unistd.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "tracer/windowed_trace_writer.h"
 
@@ -30,6 +32,7 @@ struct TraceRecorder::ThreadSlot {
   std::shared_ptr<ThreadBuffer> buf;
   ~ThreadSlot() {
     if (buf) buf->dead.store(true);
+    current_buffer() = CurrentBuffer{};  // a record during the rest of the thread's exit takes the slow path
   }
 };
 
@@ -89,7 +92,20 @@ TraceRecorder::~TraceRecorder() {
   }
 }
 
+// Out of line: a reference returned by a call stays in a register, an inlined thread_local's
+// address is computed again at each use.
+__attribute__((noinline)) TraceRecorder::CurrentBuffer& TraceRecorder::current_buffer() {
+  thread_local CurrentBuffer current;
+  return current;
+}
+
 TraceRecorder::ThreadBuffer& TraceRecorder::buffer() {
+  CurrentBuffer& current = current_buffer();
+  if (current.recorder == id_ && current.buf != nullptr) return *current.buf;
+  return new_buffer(current);
+}
+
+TraceRecorder::ThreadBuffer& TraceRecorder::new_buffer(CurrentBuffer& current) {
   thread_local ThreadSlot slot;
   if (slot.recorder != id_ || !slot.buf) {
     if (slot.buf) slot.buf->dead.store(true);
@@ -109,6 +125,7 @@ TraceRecorder::ThreadBuffer& TraceRecorder::buffer() {
     slot.buf = std::move(b);
     slot.recorder = id_;
   }
+  current = CurrentBuffer{id_, slot.buf.get()};
   return *slot.buf;
 }
 
@@ -141,17 +158,62 @@ void TraceRecorder::add_raw(trace::RecordKind kind, const void* fixed, size_t fi
   if (closed_.load(std::memory_order_relaxed)) return;
   start_once();
   ThreadBuffer& b = buffer();
-  size_t now;
-  {
-    std::lock_guard lock(b.mu);
-    if (b.chunk.bytes() > opts_.max_buffer_bytes) {
+  size_t body = fixed_size + tail_size;
+  if (body > 0xFFFF) {  // the only variable parts are strings and lists; cut, never overflow
+    tail_size = 0xFFFF - fixed_size;
+    body = 0xFFFF;
+  }
+  const size_t need = sizeof(trace::RecordPrefix) + body;
+  ThreadChunk* c = b.chunk.get();
+  if (c == nullptr || c->pos + need > c->capacity) {
+    c = next_chunk(b, need);
+    if (c == nullptr) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
-    b.chunk.add_raw(kind, fixed, fixed_size, tail, tail_size);
-    now = b.chunk.bytes();
   }
-  if (now > opts_.handoff_bytes && opts_.background_flusher) wake_.notify_one();
+  uint8_t* at = c->data.get() + c->pos;
+  const trace::RecordPrefix p{uint16_t(kind), uint16_t(body)};
+  std::memcpy(at, &p, sizeof(p));
+  if (fixed_size) std::memcpy(at + sizeof(p), fixed, fixed_size);
+  if (tail_size) std::memcpy(at + sizeof(p) + fixed_size, tail, tail_size);
+  c->pos += need;
+  c->committed.store(c->pos, std::memory_order_release);
+}
+
+TraceRecorder::ThreadChunk* TraceRecorder::next_chunk(ThreadBuffer& b, size_t need) {
+  bool handed_off = false;
+  ThreadChunk* next;
+  {
+    std::lock_guard lock(b.handoff_mu);
+    ThreadChunk* c = b.chunk.get();
+    const size_t unflushed = c ? c->pos - c->flushed : 0;
+    if (b.pending_full + unflushed + need > opts_.max_buffer_bytes) return nullptr;
+    size_t capacity = std::min(opts_.handoff_bytes, opts_.max_buffer_bytes);
+    capacity = c ? std::min(capacity, c->capacity * 2) : std::min(capacity, kFirstChunkBytes);
+    capacity = std::max(capacity, need);
+    if (c && c->pos > 0) {
+      b.pending_full += unflushed;
+      b.full.push_back(std::move(b.chunk));
+      handed_off = true;
+    }
+    if (b.spare && b.spare->capacity >= need) {
+      b.chunk = std::move(b.spare);
+    } else {
+      b.chunk = std::make_unique<ThreadChunk>();
+      b.chunk->data.reset(new uint8_t[capacity]);  // not zeroed: pages are touched as records land
+      b.chunk->capacity = capacity;
+    }
+    next = b.chunk.get();
+  }
+  if (handed_off && opts_.background_flusher) {
+    {
+      std::lock_guard wl(wake_mu_);
+      handed_off_ = true;
+    }
+    wake_.notify_one();
+  }
+  return next;
 }
 
 void TraceRecorder::add_kernel(const trace::KernelLaunchHead& head, std::span<const uint64_t> ptrs) {
@@ -224,7 +286,7 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final) {
   }
   // 1. Drain the thread buffers first: every record drained here was appended after the
   //    strings and stacks it names were interned, so step 2 sees all of them.
-  std::vector<trace::ChunkBuilder> drained;
+  std::vector<trace::ChunkBuilder>& drained = drained_;
   {
     std::unique_lock reg(registry_mu_, std::defer_lock);
     if (nonblocking) {
@@ -232,34 +294,21 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final) {
     } else {
       reg.lock();
     }
-    drain_buffers_locked(nonblocking, drained, true);
+    drain_buffers_locked(nonblocking, drained);
   }
+  const bool none = drained.empty() || drained.front().empty();
   // Interned strings alone (no record yet) never create the file.
-  if (drained.empty() && !writer_) return;
+  if (none && !writer_) return;
   // 2. Definitions, stacks before strings since symbolizing interns module names.
   auto stacks = stacks_.take_pending(strings_);
   auto strings = strings_.take_pending();
-  if (drained.empty() && stacks.empty() && strings.empty() && dropped_.load() == dropped_reported_) return;
+  if (none && stacks.empty() && strings.empty() && dropped_.load() == dropped_reported_) return;
   if (!ensure_open_locked(nullptr)) return;
   try {
     trace::ChunkBuilder defs = definitions_locked(strings, stacks);
     if (!defs.empty()) writer_->write_chunk(defs);
-    trace::ChunkBuilder merged;
-    for (auto& c : drained) {
-      if (merged.bytes() + c.bytes() > (8u << 20) && !merged.empty()) {
-        writer_->write_chunk(merged);
-        merged.clear();
-      }
-      c.append_to(merged);
-    }
-    if (!merged.empty()) writer_->write_chunk(merged);
-    // Keep a few of the drained buffers (cleared, their capacity kept) for the threads.
-    for (auto& c : drained) {
-      if (spare_chunks_.size() >= kSpareChunks) break;
-      if (c.bytes() > opts_.handoff_bytes * 2) continue;  // an outsized one is let go
-      c.clear();
-      spare_chunks_.push_back(std::move(c));
-    }
+    for (const auto& c : drained)
+      if (!c.empty()) writer_->write_chunk(c);
   } catch (const std::exception& e) {
     failed_.store(true);
     std::fprintf(stderr, "streamrace: writing trace %s failed: %s\n", opts_.path.c_str(), e.what());
@@ -283,12 +332,14 @@ trace::ChunkBuilder TraceRecorder::definitions_locked(const std::vector<std::pai
   return defs;
 }
 
-void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained,
-                                         bool hand_back_spares) {
+void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained) {
+  std::vector<DrainedRange> ranges;
+  std::vector<std::unique_ptr<ThreadChunk>> done;  // drained full chunks, recycled after the copy
   for (size_t i = 0; i < buffers_.size();) {
     auto& b = buffers_[i];
-    bool dead = b->dead.load();
-    std::unique_lock lock(b->mu, std::defer_lock);
+    // Read before the chunks: a thread publishes its last record before it is marked dead.
+    const bool dead = b->dead.load();
+    std::unique_lock lock(b->handoff_mu, std::defer_lock);
     if (nonblocking) {
       if (!lock.try_lock()) {
         ++i;
@@ -297,20 +348,58 @@ void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::Ch
     } else {
       lock.lock();
     }
-    if (!b->chunk.empty()) {
-      drained.emplace_back();
-      std::swap(drained.back(), b->chunk);
-      if (hand_back_spares && !dead && !spare_chunks_.empty()) {
-        std::swap(b->chunk, spare_chunks_.back());
-        spare_chunks_.pop_back();
-      }
+    const bool filled = !b->full.empty();  // it filled a chunk since the last drain
+    for (auto& c : b->full) {
+      ranges.push_back({c.get(), c->flushed, c->committed.load(std::memory_order_acquire)});
+      done.push_back(std::move(c));
+    }
+    b->full.clear();
+    b->pending_full = 0;
+    if (ThreadChunk* c = b->chunk.get()) {
+      const size_t to = c->committed.load(std::memory_order_acquire);
+      if (to > c->flushed) ranges.push_back({c, c->flushed, to});
+      c->flushed = to;
+    }
+    // A thread that fills chunks between drains gets its next one ready.
+    if (!dead && filled && !b->spare && !spare_chunks_.empty()) {
+      b->spare = std::move(spare_chunks_.back());
+      spare_chunks_.pop_back();
     }
     lock.unlock();
     if (dead) {
+      // Its chunk is kept alive by `done` until the copy below.
+      if (b->chunk) done.push_back(std::move(b->chunk));
       buffers_.erase(buffers_.begin() + long(i));
     } else {
       ++i;
     }
+  }
+  // Into builders of up to 8 MiB (one compressed chunk each), reused from the last drain so
+  // that their pages are faulted in once; each record copied whole (a range is whole records).
+  if (drained.size() > 2) drained.resize(2);  // after a burst, the memory goes back
+  for (auto& c : drained) c.clear();
+  size_t out_index = 0;
+  for (const DrainedRange& r : ranges) {
+    if (drained.empty()) drained.emplace_back();
+    if (drained[out_index].bytes() + (r.to - r.from) > (8u << 20) && !drained[out_index].empty()) {
+      if (++out_index == drained.size()) drained.emplace_back();
+    }
+    trace::ChunkBuilder& out = drained[out_index];
+    const uint8_t* p = r.chunk->data.get() + r.from;
+    const uint8_t* end = r.chunk->data.get() + r.to;
+    while (p < end) {
+      trace::RecordPrefix prefix;
+      std::memcpy(&prefix, p, sizeof(prefix));
+      out.add_raw(trace::RecordKind(prefix.kind), p + sizeof(prefix), prefix.body_size, nullptr, 0);
+      p += sizeof(prefix) + prefix.body_size;
+    }
+  }
+  for (auto& c : done) {
+    if (spare_chunks_.size() >= kSpareChunks || c->capacity != opts_.handoff_bytes) continue;
+    c->pos = 0;
+    c->flushed = 0;
+    c->committed.store(0, std::memory_order_relaxed);
+    spare_chunks_.push_back(std::move(c));
   }
 }
 
@@ -320,7 +409,7 @@ void TraceRecorder::flush_windowed_locked(bool nonblocking, bool final) {
   // every call drained with a seq below `horizon` is placed by a known boundary.
   std::vector<CaptureBoundary> marks;
   uint64_t horizon = 0;
-  std::vector<trace::ChunkBuilder> drained;
+  std::vector<trace::ChunkBuilder>& drained = drained_;
   {
     std::unique_lock reg(registry_mu_, std::defer_lock);
     if (nonblocking) {
@@ -339,7 +428,7 @@ void TraceRecorder::flush_windowed_locked(bool nonblocking, bool final) {
         final = false;  // nothing is placed without its boundaries
       }
     }
-    drain_buffers_locked(nonblocking, drained, false);
+    drain_buffers_locked(nonblocking, drained);
   }
   auto stacks = stacks_.take_pending(strings_);
   auto strings = strings_.take_pending();
@@ -389,8 +478,9 @@ void TraceRecorder::flusher_main() {
   }
   std::unique_lock wl(wake_mu_);
   while (!stop_) {
-    wake_.wait_for(wl, std::chrono::milliseconds(opts_.period_ms));
+    wake_.wait_for(wl, std::chrono::milliseconds(opts_.period_ms), [this] { return stop_ || handed_off_; });
     if (stop_) break;
+    handed_off_ = false;
     wl.unlock();
     flush();
     wl.lock();

@@ -1,13 +1,18 @@
-// TraceRecorder: where the tracer's records go. Each host thread appends to its own buffer
-// (one uncontended lock per record); a background flusher drains the buffers every period,
-// writes the strings and stacks they refer to first, and appends everything to the trace
-// file through trace::TraceWriter. The file is created on the first record, so a process
-// that never uses CUDA leaves nothing behind.
+// TraceRecorder: where the tracer's records go. Each host thread appends to chunks of its own
+// without taking a lock: it writes a record past the end of the last one and then publishes
+// the chunk's new length (a release store), and the flusher reads only up to the published
+// length, so neither ever writes what the other reads. A full chunk (handoff_bytes, less for a
+// thread's first ones) is handed off whole under a lock the thread takes only then, and
+// replaced by a spare the flusher gave back: a thread never grows a buffer (no copy, no fresh
+// pages in the steady state). A background flusher drains the buffers every period (or when a
+// chunk was handed off), writes the strings and stacks they refer to first, and appends
+// everything to the trace file through trace::TraceWriter. The file is created on the first
+// record, so a process that never uses CUDA leaves nothing behind.
 //
 // Lock order: close_mu_ (close() only, held while joining the flusher, which takes the
-// others) then flush_mu_ -> registry_mu_ -> ThreadBuffer::mu (capture windows: marks_mu_,
-// below). Appending threads take only
-// their own ThreadBuffer::mu. No lock is held while calling into CUDA.
+// others) then flush_mu_ -> registry_mu_ -> ThreadBuffer::handoff_mu (capture windows:
+// marks_mu_, below). Appending threads take only their own ThreadBuffer::handoff_mu, and only
+// to hand off a chunk. No lock is held while calling into CUDA.
 #pragma once
 
 #include <atomic>
@@ -36,7 +41,7 @@ struct RecorderOptions {
   std::function<trace::TraceHeader()> header_provider;  // called once, before the file is created
   bool background_flusher = true;  // false: records reach the file only on flush()/close()
   uint32_t period_ms = 200;
-  size_t handoff_bytes = 4u << 20;   // a thread buffer this large wakes the flusher
+  size_t handoff_bytes = 4u << 20;   // a thread's chunk at most: when full, handed off and the flusher woken
   size_t max_buffer_bytes = 48u << 20;  // beyond this, records are dropped (and counted)
   CaptureOptions capture;  // active: only a window or a ring of steps is written (windowed_trace_writer.h)
 };
@@ -104,25 +109,56 @@ class TraceRecorder {
   uint64_t dropped() const { return dropped_.load(); }
 
  private:
+  // Records of one thread: [0, committed) are whole records, written by the thread before it
+  // published `committed`; the flusher has taken [0, flushed).
+  struct ThreadChunk {
+    std::unique_ptr<uint8_t[]> data;
+    size_t capacity = 0;
+    size_t pos = 0;                    // the thread's own: where its next record goes
+    std::atomic<size_t> committed{0};  // stored by the thread (release), read by the flusher
+    size_t flushed = 0;                // under the buffer's handoff_mu
+  };
   struct ThreadBuffer {
-    std::mutex mu;
-    trace::ChunkBuilder chunk;
+    // The chunk being appended to: replaced by its thread alone, under handoff_mu.
+    std::unique_ptr<ThreadChunk> chunk;
+    std::mutex handoff_mu;
+    std::vector<std::unique_ptr<ThreadChunk>> full;  // handed off since the last drain, oldest first
+    size_t pending_full = 0;                         // their bytes not yet flushed
+    std::unique_ptr<ThreadChunk> spare;              // given back by the flusher: the next chunk
     uint32_t index = 0;
     pid_t tid = 0;
     std::atomic<bool> dead{false};
   };
+  // A range of a thread chunk to copy into the drained records (outside handoff_mu: bytes
+  // below `committed` never change, and a chunk is recycled only by a later drain).
+  struct DrainedRange {
+    const ThreadChunk* chunk;
+    size_t from, to;
+  };
   struct ThreadSlot;
+  // The calling thread's buffer in the recorder it used last, read on every record: trivially
+  // destructible, so that reading it takes no guard (in libstreamrace.so each thread_local
+  // naming is a __tls_get_addr call); ThreadSlot owns the buffer.
+  struct CurrentBuffer {
+    uint64_t recorder = 0;
+    ThreadBuffer* buf = nullptr;
+  };
+  static CurrentBuffer& current_buffer();
   ThreadBuffer& buffer();
+  ThreadBuffer& new_buffer(CurrentBuffer& current);
+  // The thread's current chunk is full for `need` more bytes: hands it off and returns the next
+  // one, or nullptr when the thread's unflushed records would exceed max_buffer_bytes.
+  ThreadChunk* next_chunk(ThreadBuffer& b, size_t need);
   void start_once();
   void flusher_main();
   // Requires flush_mu_. `nonblocking`: skip buffers whose lock is taken.
   void flush_locked(bool nonblocking, bool final = false);
   void flush_windowed_locked(bool nonblocking, bool final);
   bool ensure_open_locked(trace::TraceHeader* prepared);
-  // Requires flush_mu_ and registry_mu_: moves every thread buffer's records into `drained`
-  // (skipping buffers whose lock is taken when `nonblocking`), forgets dead threads' buffers,
-  // and, with `hand_back_spares`, gives each drained thread a spare buffer with capacity.
-  void drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained, bool hand_back_spares);
+  // Requires flush_mu_ and registry_mu_: copies every thread buffer's unflushed records into
+  // `drained` (skipping buffers whose lock is taken when `nonblocking`), forgets dead threads'
+  // buffers, recycles drained chunks and gives a spare to each thread that filled one.
+  void drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained);
   // Requires flush_mu_: the definitions chunk of one flush (strings, stacks, and a notice of
   // the records dropped since the last one).
   trace::ChunkBuilder definitions_locked(const std::vector<std::pair<uint32_t, std::string>>& strings,
@@ -145,11 +181,16 @@ class TraceRecorder {
   std::vector<std::pair<pid_t, uint32_t>> foreign_threads_;  // thread_index_of for threads without a buffer
 
   std::mutex flush_mu_;
-  // Drained thread buffers, written and cleared, handed back to threads at the next drain
-  // (under flush_mu_): a thread appends into memory it already has, instead of growing a new
-  // buffer from nothing after every flush (page faults and copies on the calling thread).
-  std::vector<trace::ChunkBuilder> spare_chunks_;
-  static constexpr size_t kSpareChunks = 4;
+  // Drained full thread chunks, handed back to threads at the next drain (under flush_mu_): a
+  // thread appends into memory it already has, instead of faulting in fresh pages.
+  std::vector<std::unique_ptr<ThreadChunk>> spare_chunks_;
+  static constexpr size_t kSpareChunks = 8;
+  static constexpr size_t kFirstChunkBytes = 64u << 10;  // a thread's chunks double up to handoff_bytes
+  // Set by a thread that handed off a chunk (under wake_mu_, so the flusher cannot miss it
+  // between looking and waiting); the flusher clears it when it wakes.
+  bool handed_off_ = false;
+  // The records of one drain, in builders of up to 8 MiB (drain_buffers_locked).
+  std::vector<trace::ChunkBuilder> drained_;
   std::unique_ptr<trace::TraceWriter> writer_;
   std::string capture_status_ = "ok";
   uint64_t dropped_reported_ = 0;
@@ -163,7 +204,7 @@ class TraceRecorder {
   // Capture policy. marks_mu_ is taken alone by the marking thread (seq and boundary under
   // it, so a flusher holding it knows every boundary below the seq it reads) and by the
   // flusher just before it drains (flush_mu_ -> registry_mu_ -> marks_mu_, released before
-  // any ThreadBuffer::mu).
+  // any ThreadBuffer::handoff_mu).
   std::unique_ptr<WindowedTraceWriter> windowed_;
   std::mutex marks_mu_;
   std::vector<CaptureBoundary> marks_;

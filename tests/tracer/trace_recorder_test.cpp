@@ -66,6 +66,51 @@ TEST(TraceRecorder, ManyThreadsDenseSeqAndEveryRecordWritten) {
   std::filesystem::remove_all(dir);
 }
 
+// Threads append without a lock while the flusher drains what they published: records of
+// every size (larger than a chunk too) come out whole, each thread's in its order.
+TEST(TraceRecorder, RecordsAcrossChunkHandoffsComeOutWholeAndInOrder) {
+  auto dir = temp_dir("handoff");
+  RecorderOptions o;
+  o.path = (dir / "t.srace").string();
+  o.period_ms = 1;
+  o.handoff_bytes = 4096;
+  TraceRecorder rec(o);
+  constexpr int kThreads = 3, kPerThread = 3000;
+  // A thread's letter, then 0 to 9 KB (more than a chunk) of digits that do not compress much
+  // (the reader refuses chunks that shrink more than 256x), then the record's index.
+  auto text_of = [](int t, int i) {
+    std::string s(1, char('a' + t));
+    uint32_t x = uint32_t(i) * 2654435761u + uint32_t(t);
+    for (int n = i * 7919 % 9000; n > 0; --n) {
+      x = x * 1664525u + 1013904223u;
+      s += char('0' + (x >> 28) % 10);
+    }
+    return s + "#" + std::to_string(i);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) rec.add_notice(trace::NoticeLevel::kInfo, text_of(t, i));
+    });
+  for (auto& th : threads) th.join();
+  rec.close();
+  auto c = read_trace(o.path);
+  EXPECT_TRUE(c.stats.complete);
+  EXPECT_EQ(rec.dropped(), 0u);
+  auto notices = c.of(RecordKind::kNotice);
+  ASSERT_EQ(notices.size(), size_t(kThreads * kPerThread));
+  int next[kThreads] = {};
+  for (auto& r : notices) {
+    std::string text(r.body.begin() + sizeof(trace::NoticeHead), r.body.end());
+    ASSERT_FALSE(text.empty());
+    const int t = text[0] - 'a';
+    ASSERT_TRUE(t >= 0 && t < kThreads) << text.substr(0, 16);
+    ASSERT_EQ(text, text_of(t, next[t])) << "thread " << t;
+    ++next[t];
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(TraceRecorder, NoRecordNoFile) {
   auto dir = temp_dir("nofile");
   RecorderOptions o;
