@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "tracer/allocation_table.h"
 #include "tracer/cuda_call_handler.h"
 #include "tracer/cuda_queries.h"
@@ -34,18 +35,8 @@ using namespace streamrace::tracer;
 
 namespace {
 
-class BenchQueries : public CudaQueries {
- public:
-  uint32_t device_of_context(uint64_t) override { return 0; }
-  bool param_layout(uint64_t, bool, std::vector<ParamSlot>&) override { return false; }
-  trace::MemKind memory_kind(uint64_t) override { return trace::MemKind::kDevice; }
-};
-
-double now_ns(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
-}
+using bench::BenchQueries;
+using bench::now_ns;
 
 }  // namespace
 

@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "bench/bench_support.h"
 #include "tracer/allocation_table.h"
 #include "tracer/cuda_call_handler.h"
 #include "tracer/cuda_queries.h"
@@ -35,23 +36,8 @@ using namespace streamrace::tracer;
 
 namespace {
 
-class BenchQueries : public CudaQueries {
- public:
-  size_t pointers = 4;
-  uint32_t device_of_context(uint64_t) override { return 0; }
-  bool param_layout(uint64_t, bool, std::vector<ParamSlot>& out) override {
-    out.clear();
-    for (size_t i = 0; i < pointers + 1; ++i) out.push_back(ParamSlot{uint32_t(i * 8), 8});
-    return true;
-  }
-  trace::MemKind memory_kind(uint64_t) override { return trace::MemKind::kDevice; }
-};
-
-double now_ns(clockid_t clock = CLOCK_MONOTONIC) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return double(ts.tv_sec) * 1e9 + double(ts.tv_nsec);
-}
+using bench::BenchQueries;
+using bench::now_ns;
 
 }  // namespace
 
