@@ -17,6 +17,14 @@ using namespace streamrace::trace;
 
 namespace {
 
+// Word i of a kernel launch's tail (its pointer arguments, then with kKernelArgsHash the
+// arguments' hash); the caller has checked that the tail holds it.
+uint64_t tail_word(std::span<const uint8_t> tail, size_t i) {
+  uint64_t w;
+  std::memcpy(&w, tail.data() + i * sizeof(uint64_t), sizeof(w));
+  return w;
+}
+
 // Finding allocations that are a caching-allocator block, not a segment the trace allocated.
 constexpr AllocKind kTorchBlockKind = AllocKind(200);
 
@@ -493,11 +501,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     }
     if (entry.read_only.size() == n) read_only = &entry.read_only;
   }
-  auto pointer = [&](size_t i) {
-    uint64_t p;
-    std::memcpy(&p, tail.data() + i * sizeof(uint64_t), sizeof(p));
-    return p;
-  };
+  auto pointer = [&](size_t i) { return tail_word(tail, i); };
   // A precise launch: which pointers no measured interval touched, decided before the split's
   // ownership filter below, so every worker of a split analysis counts the same.
   if (precise_launch) {
@@ -564,9 +568,7 @@ namespace {
 // The arguments' hash of a launch with kKernelArgsHash: the word after its pointers.
 std::optional<uint64_t> args_hash(const KernelLaunchHead& k, std::span<const uint8_t> tail) {
   if (!(k.flags & kKernelArgsHash) || tail.size() < (size_t(k.nptrs) + 1) * sizeof(uint64_t)) return std::nullopt;
-  uint64_t h;
-  std::memcpy(&h, tail.data() + size_t(k.nptrs) * sizeof(uint64_t), sizeof(h));
-  return h;
+  return tail_word(tail, k.nptrs);
 }
 }  // namespace
 
@@ -581,8 +583,7 @@ void TraceAnalysis::learn_signature(const KernelLaunchHead& k, std::span<const u
   };
   std::vector<Ptr> ptrs;
   for (uint32_t i = 0; i < k.nptrs; ++i) {
-    uint64_t p;
-    std::memcpy(&p, tail.data() + size_t(i) * sizeof(uint64_t), sizeof(p));
+    const uint64_t p = tail_word(tail, i);
     const AllocationRange* al = shadow_.find(p);
     if (al && al->kind != 0) ptrs.push_back(Ptr{p, al->end, i});
   }
@@ -620,11 +621,7 @@ bool TraceAnalysis::apply_signature(StreamState& s, const KernelLaunchHead& k, s
   const LearnedSignature* sig = book_.trusted(SignatureKeyView{
       str(k.name_id), {k.grid[0], k.grid[1], k.grid[2]}, {k.block[0], k.block[1], k.block[2]}, k.nptrs, *hash});
   if (!sig) return false;
-  auto pointer = [&](uint32_t i) {
-    uint64_t p;
-    std::memcpy(&p, tail.data() + size_t(i) * sizeof(uint64_t), sizeof(p));
-    return p;
-  };
+  auto pointer = [&](uint32_t i) { return tail_word(tail, i); };
   // Every interval must still lie within its pointer's allocation; else the launch is not
   // like the ones the signature was learnt from, and keeps the default tier's accesses.
   for (const SignatureInterval& si : sig->intervals) {
