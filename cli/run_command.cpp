@@ -83,6 +83,7 @@ const char* run_option_of(const TracerSetting& s) {
       {"precise_patches", "--precise-patches FILE"},
       {"precise_module_filter", "--precise-module-filter 0|1"},
       {"precise_sample", "--precise-sample N"},
+      {"precise_unpatch", "--precise-unpatch 0|1"},
       {"precise_debug", "--precise-debug"}};
   auto it = options.find(s.key);
   return it == options.end() ? "" : it->second;
@@ -715,6 +716,11 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                           "block); the others get what those taught (docs/signatures.md) or the default tier's "
                           "accesses (STREAMRACE_PRECISE_SAMPLE; default 0: every launch)")
                              ->type_name("N");
+  auto* precise_unpatch = sub->add_option(
+      "--precise-unpatch", "Precise mode with --precise-sample: 0 keeps every module patched; 1 (default) unpatches a "
+                           "module once its kernels and launch shapes are all measured N times "
+                           "(STREAMRACE_PRECISE_UNPATCH)")
+                              ->type_name("0|1");
   auto* precise_debug =
       sub->add_flag("--precise-debug", args->precise_debug, "Precise mode: per-process counts on stderr (STREAMRACE_PRECISE_DEBUG=1)");
   sub->add_flag("--force-output", args->force_output,
@@ -735,7 +741,7 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                   "to patch (default: the traces already in --output-dir)");
   sub->add_option("command", args->command, "The command to trace, after --")->required();
   sub->footer(settings_help());
-  group_advanced(*sub, {"--precise-start", "--precise-patches", "--precise-module-filter", "--precise-sample", "--precise-debug",
+  group_advanced(*sub, {"--precise-start", "--precise-patches", "--precise-module-filter", "--precise-sample", "--precise-unpatch", "--precise-debug",
                         "--force-output", "--precise-from", "--torch-allocator", "--python-sites", "--native-unwind", "--kernel-signatures", "--keep-going"});
   return [=]() {
     args->precise_requested = precise->count() > 0;
@@ -747,7 +753,7 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
     for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"native_unwind", native_unwind}, {"kernel_signatures", kernel_signatures}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
                             {"step_range", step_range}, {"steps", steps}, {"window", window}, {"ring", ring},
                             {"precise_patches", precise_patches}, {"precise_module_filter", module_filter},
-                            {"precise_sample", precise_sample}})
+                            {"precise_sample", precise_sample}, {"precise_unpatch", precise_unpatch}})
       if (opt->count()) st[key] = opt->as<std::string>();
     return run_traced(*args);
   };

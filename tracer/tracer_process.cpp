@@ -301,6 +301,7 @@ bool TracerProcess::start_precise() {
       else
         options.sample = uint32_t(v);
     }
+    if (tracer_setting("precise_unpatch").value_or("1") == "0") options.unpatch = false;
     if (access(options.patches_path.c_str(), R_OK) != 0)
       why = "the device callbacks " + options.patches_path + " are missing";
   }
@@ -432,8 +433,15 @@ void TracerProcess::at_exit() {
           len += std::snprintf(msg + len, sizeof msg - size_t(len), ", %llu kernel nodes of graph launches not measured",
                                (unsigned long long)n.graph_kernel_nodes);
         if (n.sampled_out > 0 && len > 0 && size_t(len) < sizeof msg)
-          std::snprintf(msg + len, sizeof msg - size_t(len), ", %llu launches left unmeasured by the sample limit",
-                        (unsigned long long)n.sampled_out);
+          len += std::snprintf(msg + len, sizeof msg - size_t(len), ", %llu launches left unmeasured by the sample limit",
+                               (unsigned long long)n.sampled_out);
+        if ((n.unpatched_modules > 0 || n.repatched_modules > 0) && len > 0 && size_t(len) < sizeof msg)
+          len += std::snprintf(msg + len, sizeof msg - size_t(len),
+                               ", %llu modules unpatched once fully sampled (%llu patched again for a new shape)",
+                               (unsigned long long)n.unpatched_modules, (unsigned long long)n.repatched_modules);
+        if (n.unmeasured_unpatched > 0 && len > 0 && size_t(len) < sizeof msg)
+          std::snprintf(msg + len, sizeof msg - size_t(len), ", %llu selected launches of unpatched modules not measured",
+                        (unsigned long long)n.unmeasured_unpatched);
         recorder().add_notice(trace::NoticeLevel::kInfo, msg);
         if (tracer_flag("precise_debug"))
           std::fprintf(stderr, "streamrace (pid %d): %s, %llu API callbacks\n", int(getpid()), msg,

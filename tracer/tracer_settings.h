@@ -70,6 +70,9 @@ inline constexpr TracerSetting kTracerSettings[] = {
      "precise mode: measure at most N launches of each kernel with one launch shape (0: every launch); the analysis "
      "gives the others what the measured ones taught (learned access signatures, docs/signatures.md) or the default "
      "tier's accesses"},
+    {"precise_unpatch", "STREAMRACE_PRECISE_UNPATCH", "0|1", "1",
+     "precise mode with a sample limit: a module whose kernels and launch shapes are all measured N times is "
+     "unpatched (its kernels run at full speed; a new shape patches it again)"},
 };
 
 inline const TracerSetting* find_tracer_setting(std::string_view key) {

@@ -44,7 +44,7 @@ done
 # Everyday options first; the expert ones in an "Advanced:" section of their own.
 adv=$(sed -n '/^Advanced:/,/^Tracer settings/p' <<<"$help")
 everyday=$(sed -n '/^Options:/,/^Advanced:/p' <<<"$help")
-for o in --keep-going --torch-allocator --python-sites --native-unwind --kernel-signatures --precise-start --precise-patches --precise-module-filter --precise-sample --precise-debug \
+for o in --keep-going --torch-allocator --python-sites --native-unwind --kernel-signatures --precise-start --precise-patches --precise-module-filter --precise-sample --precise-unpatch --precise-debug \
          --force-output --precise-from; do
   if grep -q -- "^  $o " <<<"$adv" && ! grep -q -- "^  $o " <<<"$everyday"; then echo "ok   run --help: $o is advanced"
   else echo "FAIL run --help: $o not in the Advanced section"; fail=1; fi
@@ -87,7 +87,7 @@ check "torch_allocator=0 in STREAMRACE_OPTIONS" "0" "$out"
 
 err=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none bogus=1" "$sr" run -- true 2>&1)
 rc=$?
-check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind kernel_signatures timing host_accesses torch_allocator step_range steps window ring self_time disable precise precise_start precise_patches precise_module_filter precise_debug precise_sample)" "$rc: $err"
+check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind kernel_signatures timing host_accesses torch_allocator step_range steps window ring self_time disable precise precise_start precise_patches precise_module_filter precise_debug precise_sample precise_unpatch)" "$rc: $err"
 err=$("${clean[@]}" "$sr" run --confirm --precise=all -- true 2>&1)
 rc=$?
 check "--confirm with --precise: exit 2" "2: streamrace run: --confirm chooses the kernels for precise mode itself; leave out --precise" "$rc: $err"

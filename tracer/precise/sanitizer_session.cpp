@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tracer/precise/interval_conversion.h"
+#include "tracer/precise/sample_plan.h"
 #include "tracer/thread_state.h"
 #include "tracer/trace_recorder.h"
 
@@ -55,6 +56,7 @@ struct SanitizerFns {
   decltype(&sanitizerAddPatchesFromFile) add_patches_from_file = nullptr;
   decltype(&sanitizerPatchInstructions) patch_instructions = nullptr;
   decltype(&sanitizerPatchModule) patch_module = nullptr;
+  decltype(&sanitizerUnpatchModule) unpatch_module = nullptr;  // optional: without it nothing is unpatched
   decltype(&sanitizerSetLaunchCallbackData) set_launch_data = nullptr;
   decltype(&sanitizerAlloc) alloc = nullptr;
   decltype(&sanitizerFree) free = nullptr;
@@ -95,23 +97,9 @@ struct State {
   std::atomic<uint64_t> skipped_modules{0};
   std::atomic<uint64_t> graph_kernel_nodes{0};
   std::atomic<uint64_t> sampled_out{0};
-  // SanitizerOptions::sample: launches measured so far per kernel and shape (under mu).
-  struct Shape {
-    CUfunction function;
-    uint32_t grid[3], block[3];
-    bool operator==(const Shape& o) const {
-      return function == o.function && std::equal(grid, grid + 3, o.grid) && std::equal(block, block + 3, o.block);
-    }
-  };
-  struct ShapeHash {
-    size_t operator()(const Shape& k) const {
-      size_t h = std::hash<const void*>{}(k.function);
-      for (uint32_t v : k.grid) h = h * 1000003u ^ v;
-      for (uint32_t v : k.block) h = h * 1000003u ^ v;
-      return h;
-    }
-  };
-  std::unordered_map<Shape, uint32_t, ShapeHash> measured_per_shape;
+  // Which launches are measured and when a module is unpatched (under mu).
+  std::unique_ptr<SamplePlan> plan;
+  std::atomic<bool> unpatch_work{false};  // plan->has_unpatch_work(), read without mu
 };
 std::atomic<State*> g_state{nullptr};
 
@@ -195,6 +183,8 @@ std::string demangle(const char* name) {
   return out;
 }
 
+void unpatch_ready(State& st);
+
 void on_api(State& st, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid, const Sanitizer_CallbackData* cb) {
   ApiCall call;
   call.domain = domain == SANITIZER_CB_DOMAIN_RUNTIME_API ? ApiDomain::kRuntime : ApiDomain::kDriver;
@@ -204,6 +194,7 @@ void on_api(State& st, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbi
   call.params = cb->functionParams;
   call.result = (!call.enter && cb->functionReturnValue) ? *static_cast<const int32_t*>(cb->functionReturnValue) : 0;
   call.context = reinterpret_cast<uint64_t>(cb->context);
+  if (call.enter && t_api_depth == 0) unpatch_ready(st);
   if (call.enter && t_api_depth++ == 0) {
     do {
       t_correlation = st.next_correlation.fetch_add(1, std::memory_order_relaxed);
@@ -251,6 +242,39 @@ bool module_has_selected_kernel(State& st, CUmodule mod) {
   return false;
 }
 
+// Inserts the device callbacks into a module. Requires st.mu.
+SanitizerResult patch_locked(State& st, ContextState& cs, CUmodule module) {
+  SanitizerResult r = g_fn.patch_instructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, module, kDeviceCallback);
+  // The other ways a kernel moves global memory that the API can instrument. One the driver
+  // or the Sanitizer library refuses leaves those instructions unmeasured, not the module:
+  // the analyzer keeps the default tier's access for a pointer with no measured access.
+  if (r == SANITIZER_SUCCESS) {
+    for (const auto& [kind, callback] : kAsyncCopyCallbacks) {
+      SanitizerResult ar = g_fn.patch_instructions(kind, module, callback);
+      if (ar != SANITIZER_SUCCESS && !std::exchange(cs.async_patch_failed, true))
+        notice(st, std::string("cannot patch ") + callback + " instructions (" + result_text(ar) +
+                       "): kernels that read or write global memory by async or bulk copies measure nothing there");
+    }
+  }
+  if (r == SANITIZER_SUCCESS) r = g_fn.patch_module(module);
+  return r;
+}
+
+// Takes the instrumentation out of the modules the plan says are done (SamplePlan), at the
+// start of an outermost API call: not inside a launch of their own kernels. Their kernels
+// still in flight finish first (every stream that ran one is synchronised).
+void unpatch_ready(State& st) {
+  if (!st.unpatch_work.exchange(false, std::memory_order_acq_rel)) return;
+  std::lock_guard lock(st.mu);
+  for (const SamplePlan::Unpatch& u : st.plan->take_unpatch_work()) {
+    for (uint64_t s : u.streams) g_fn.stream_sync(reinterpret_cast<Sanitizer_StreamHandle>(s));
+    SanitizerResult r = g_fn.unpatch_module(reinterpret_cast<CUmodule>(u.module));
+    if (r != SANITIZER_SUCCESS)
+      notice(st, "a fully sampled module could not be unpatched (" + result_text(r) + "); it stays patched");
+    st.plan->unpatch_done(u.module, r == SANITIZER_SUCCESS);
+  }
+}
+
 void on_module_loaded(State& st, const Sanitizer_ResourceModuleData* m) {
   if (st.options.filter_modules && !module_has_selected_kernel(st, m->module)) {
     st.skipped_modules.fetch_add(1, std::memory_order_relaxed);
@@ -269,23 +293,12 @@ void on_module_loaded(State& st, const Sanitizer_ResourceModuleData* m) {
     }
     cs.patches_loaded = true;
   }
-  SanitizerResult r = g_fn.patch_instructions(SANITIZER_INSTRUCTION_GLOBAL_MEMORY_ACCESS, m->module, kDeviceCallback);
-  // The other ways a kernel moves global memory that the API can instrument. One the driver
-  // or the Sanitizer library refuses leaves those instructions unmeasured, not the module:
-  // the analyzer keeps the default tier's access for a pointer with no measured access.
-  if (r == SANITIZER_SUCCESS) {
-    for (const auto& [kind, callback] : kAsyncCopyCallbacks) {
-      SanitizerResult ar = g_fn.patch_instructions(kind, m->module, callback);
-      if (ar != SANITIZER_SUCCESS && !std::exchange(cs.async_patch_failed, true))
-        notice(st, std::string("cannot patch ") + callback + " instructions (" + result_text(ar) +
-                       "): kernels that read or write global memory by async or bulk copies measure nothing there");
-    }
-  }
-  if (r == SANITIZER_SUCCESS) r = g_fn.patch_module(m->module);
+  SanitizerResult r = patch_locked(st, cs, m->module);
   if (r != SANITIZER_SUCCESS) {
     notice(st, "a module could not be patched (" + result_text(r) + ")");
   } else {
     st.patched_modules.fetch_add(1, std::memory_order_relaxed);
+    st.plan->module_patched(reinterpret_cast<uint64_t>(m->module));
   }
 }
 
@@ -296,19 +309,19 @@ void on_launch_begin(State& st, const Sanitizer_LaunchData* l) {
   // A launch outside any API call the handler saw has no launch record to attach ranges to
   // (nor to take this name: the pointer is the Sanitizer's, valid during this callback's call).
   if (t_api_depth > 0) thread_state().launch_function = l->functionName;
+  const auto module = reinterpret_cast<uint64_t>(l->module);
+  const auto stream = reinterpret_cast<uint64_t>(l->hStream);
   if (t_api_depth > 0 && st.options.selector.should_patch(mangled, demangled)) {
     std::lock_guard lock(st.mu);
     ContextState& cs = st.contexts[l->context];
-    bool sampled_out = false;
-    if (st.options.sample != 0) {
-      uint32_t& n = st.measured_per_shape[State::Shape{l->function,
-                                                       {l->gridDim_x, l->gridDim_y, l->gridDim_z},
-                                                       {l->blockDim_x, l->blockDim_y, l->blockDim_z}}];
-      sampled_out = n >= st.options.sample;
-      if (sampled_out) st.sampled_out.fetch_add(1, std::memory_order_relaxed);
-      else ++n;
-    }
-    if (!sampled_out && cs.patches_loaded && ensure_ring_locked(st, l->context, cs, l->hStream)) {
+    const LaunchShape shape{reinterpret_cast<uint64_t>(l->function),
+                            {l->gridDim_x, l->gridDim_y, l->gridDim_z},
+                            {l->blockDim_x, l->blockDim_y, l->blockDim_z}};
+    const SamplePlan::Verdict v = st.plan->on_launch(module, shape, stream);
+    if (v == SamplePlan::Verdict::kSampledOut) st.sampled_out.fetch_add(1, std::memory_order_relaxed);
+    if (v == SamplePlan::Verdict::kRepatch) st.plan->repatch_done(module, patch_locked(st, cs, l->module) == SANITIZER_SUCCESS);
+    if (st.plan->has_unpatch_work()) st.unpatch_work.store(true, std::memory_order_release);
+    if (v == SamplePlan::Verdict::kMeasure && cs.patches_loaded && ensure_ring_locked(st, l->context, cs, l->hStream)) {
       // Every slot is waiting for a synchronisation the program has not made yet: make one.
       if (cs.free_slots.empty()) collect_context_locked(st, cs);
       if (!cs.free_slots.empty()) {
@@ -321,6 +334,9 @@ void on_launch_begin(State& st, const Sanitizer_LaunchData* l) {
         st.patched_launches.fetch_add(1, std::memory_order_relaxed);
       }
     }
+  } else if (st.plan->tracks_streams()) {
+    std::lock_guard lock(st.mu);
+    st.plan->on_other_launch(module, stream);
   }
   // Patched modules run the device callback in every kernel; without data it returns at once.
   g_fn.set_launch_data(l->hLaunch, l->function, l->hStream, data);
@@ -340,6 +356,8 @@ void on_callback_body(void* userdata, Sanitizer_CallbackDomain domain, Sanitizer
       } else if (cbid == SANITIZER_CBID_RESOURCE_STREAM_DESTROY_STARTING) {
         auto* s = static_cast<const Sanitizer_ResourceStreamData*>(data);
         std::lock_guard lock(st->mu);
+        // A patched module that may be unpatched later must not wait on a stream that is gone.
+        if (st->plan->stream_destroyed(reinterpret_cast<uint64_t>(s->hStream))) g_fn.stream_sync(s->hStream);
         auto it = st->contexts.find(s->context);
         if (it == st->contexts.end()) return;
         bool any = false;
@@ -369,6 +387,11 @@ void on_callback_body(void* userdata, Sanitizer_CallbackDomain domain, Sanitizer
         auto* n = static_cast<const Sanitizer_GraphNodeLaunchData*>(data);
         if (n->nodeType == CU_GRAPH_NODE_TYPE_KERNEL && !n->isGraphUpload) {
           st->graph_kernel_nodes.fetch_add(1, std::memory_order_relaxed);
+          if (st->plan->tracks_streams()) {
+            std::lock_guard lock(st->mu);
+            st->plan->on_other_launch(reinterpret_cast<uint64_t>(n->launchData.module),
+                                      reinterpret_cast<uint64_t>(n->launchData.hStream));
+          }
           g_fn.set_launch_data(n->launchData.hLaunch, n->launchData.function, n->launchData.hStream, nullptr);
         }
       }
@@ -421,6 +444,7 @@ bool SanitizerSession::load() {
   find(lib, g_fn.add_patches_from_file, "sanitizerAddPatchesFromFile");
   find(lib, g_fn.patch_instructions, "sanitizerPatchInstructions");
   find(lib, g_fn.patch_module, "sanitizerPatchModule");
+  find(lib, g_fn.unpatch_module, "sanitizerUnpatchModule");
   find(lib, g_fn.set_launch_data, "sanitizerSetLaunchCallbackData");
   find(lib, g_fn.alloc, "sanitizerAlloc");
   find(lib, g_fn.free, "sanitizerFree");
@@ -446,6 +470,11 @@ std::string SanitizerSession::start(CudaCallHandler& handler, SanitizerOptions o
   auto* st = new State();  // lives as long as the process (callbacks may come until exit)
   st->handler = &handler;
   st->options = std::move(options);
+  SamplePlan::Options plan;
+  plan.sample = st->options.sample;
+  plan.unpatch = st->options.unpatch && g_fn.unpatch_module != nullptr;
+  plan.quiet_launches = st->options.unpatch_quiet;
+  st->plan = std::make_unique<SamplePlan>(plan);
   st->empty_slot = std::make_unique<LaunchIntervals>();
   std::memset(st->empty_slot.get(), 0, sizeof(LaunchIntervals));
   st->empty_slot->granule_shift = st->options.granule_shift;
@@ -489,6 +518,10 @@ SessionCounts SanitizerSession::counts() const {
     c.skipped_modules = st->skipped_modules.load();
     c.graph_kernel_nodes = st->graph_kernel_nodes.load();
     c.sampled_out = st->sampled_out.load();
+    std::lock_guard lock(st->mu);
+    c.unpatched_modules = st->plan->unpatched();
+    c.repatched_modules = st->plan->repatched();
+    c.unmeasured_unpatched = st->plan->unmeasured_unpatched();
   }
   return c;
 }

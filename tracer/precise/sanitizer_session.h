@@ -37,6 +37,11 @@ struct SanitizerOptions {
   // 0: every launch. The analysis gives the others the accesses the measured ones taught
   // (learned access signatures, docs/signatures.md), or the default tier's.
   uint32_t sample = 0;
+  // With a sample limit: take the instrumentation out of a module once every kernel and shape
+  // it launched is measured `sample` times and `unpatch_quiet` more of its launches brought no
+  // new shape (SamplePlan); a new shape patches it again.
+  bool unpatch = true;
+  uint32_t unpatch_quiet = 64;
 };
 
 struct SessionCounts {
@@ -46,6 +51,9 @@ struct SessionCounts {
   uint64_t skipped_modules = 0;   // modules holding no selected kernel, left unpatched
   uint64_t graph_kernel_nodes = 0;  // kernel nodes of graph launches: run patched, not measured
   uint64_t sampled_out = 0;         // selected launches left unmeasured by SanitizerOptions::sample
+  uint64_t unpatched_modules = 0;   // modules unpatched once fully sampled
+  uint64_t repatched_modules = 0;   // ... and patched again for a new launch shape
+  uint64_t unmeasured_unpatched = 0;  // selected launches of a module not patched (failed or unpatched)
 };
 
 class SanitizerSession {

@@ -9,6 +9,7 @@
 #include "cli/precise_kernels.h"
 #include "tracer/precise/interval_conversion.h"
 #include "tracer/precise/kernel_selection.h"
+#include "tracer/precise/sample_plan.h"
 
 namespace streamrace::tracer::precise {
 namespace {
@@ -269,6 +270,154 @@ TEST(PreciseSelection, SettingsFromTheEnvironment) {
   EXPECT_EQ(why, "STREAMRACE_PRECISE: cannot read the kernel list /nonexistent/kernels.txt");
   EXPECT_FALSE(selector_from_setting("some", &why));
   EXPECT_EQ(why, "STREAMRACE_PRECISE=some is not all, regex:PATTERN or names:FILE");
+}
+
+
+// ---------------------------------------------------------------------------------------
+// Sampling and unpatching (SamplePlan)
+
+using V = SamplePlan::Verdict;
+constexpr uint64_t kMod = 0x1000, kOther = 0x2000, kS1 = 0x51, kS2 = 0x52;
+LaunchShape shape(uint64_t fn, uint32_t grid) { return LaunchShape{fn, {grid, 1, 1}, {256, 1, 1}}; }
+
+SamplePlan::Options sampled(uint32_t n, uint32_t quiet, uint32_t max_repatches = 4) {
+  SamplePlan::Options o;
+  o.sample = n;
+  o.quiet_launches = quiet;
+  o.max_repatches = max_repatches;
+  return o;
+}
+
+TEST(PreciseSamplePlan, WithoutALimitEveryLaunchOfAPatchedModuleIsMeasuredAndNothingUnpatched) {
+  SamplePlan p(SamplePlan::Options{});
+  p.module_patched(kMod);
+  for (int i = 0; i < 200; ++i) EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kMeasure);
+  EXPECT_FALSE(p.tracks_streams());
+  EXPECT_FALSE(p.has_unpatch_work());
+  // A module the session did not patch (patching failed): its slot would come back empty.
+  EXPECT_EQ(p.on_launch(kOther, shape(2, 8), kS1), V::kUnpatchedNoMeasure);
+  EXPECT_EQ(p.unmeasured_unpatched(), 1u);
+}
+
+TEST(PreciseSamplePlan, AFullySampledModuleIsUnpatchedAfterItsQuietLaunches) {
+  SamplePlan p(sampled(2, 3));
+  p.module_patched(kMod);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS2), V::kMeasure);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kMeasure);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kSampledOut);
+  p.on_other_launch(kMod, 0x53);  // an unselected kernel of the module, on a third stream
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kSampledOut);
+  EXPECT_FALSE(p.has_unpatch_work());
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kSampledOut);
+  ASSERT_TRUE(p.has_unpatch_work());
+  auto work = p.take_unpatch_work();
+  ASSERT_EQ(work.size(), 1u);
+  EXPECT_EQ(work[0].module, kMod);
+  EXPECT_EQ(work[0].streams, (std::vector<uint64_t>{kS1, kS2, 0x53}));
+  EXPECT_FALSE(p.has_unpatch_work());
+  p.unpatch_done(kMod, true);
+  EXPECT_EQ(p.unpatched(), 1u);
+  // Unpatched: the measured shape stays sampled out; a new shape patches the module again,
+  // unmeasured itself, and the next launch of it is measured.
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kSampledOut);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 16), kS1), V::kRepatch);
+  p.repatch_done(kMod, true);
+  EXPECT_EQ(p.repatched(), 1u);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 16), kS1), V::kMeasure);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 16), kS1), V::kMeasure);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(p.on_launch(kMod, shape(1, 16), kS1), V::kSampledOut);
+  EXPECT_FALSE(p.has_unpatch_work());
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kSampledOut);
+  EXPECT_TRUE(p.has_unpatch_work());
+  EXPECT_EQ(p.unmeasured_unpatched(), 0u);
+}
+
+TEST(PreciseSamplePlan, AShapeMeasuredTooFewTimesKeepsItsModulePatched) {
+  SamplePlan p(sampled(2, 3));
+  p.module_patched(kMod);
+  EXPECT_EQ(p.on_launch(kMod, shape(2, 4), kS1), V::kMeasure);  // kernel 2: once only so far
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kMeasure);
+  for (int i = 0; i < 50; ++i) EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kSampledOut);
+  EXPECT_FALSE(p.has_unpatch_work());
+  EXPECT_EQ(p.on_launch(kMod, shape(2, 4), kS1), V::kMeasure);  // its second: complete, quiet starts over
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kSampledOut);
+  EXPECT_FALSE(p.has_unpatch_work());
+  EXPECT_EQ(p.on_launch(kMod, shape(2, 4), kS1), V::kSampledOut);
+  EXPECT_TRUE(p.has_unpatch_work());
+}
+
+TEST(PreciseSamplePlan, ANewShapeAfterQueueingCancelsTheUnpatch) {
+  SamplePlan p(sampled(1, 2));
+  p.module_patched(kMod);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kMeasure);
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kSampledOut);
+  ASSERT_TRUE(p.has_unpatch_work());
+  EXPECT_EQ(p.on_launch(kMod, shape(3, 8), kS1), V::kMeasure);  // sample 1: complete at once, but not quiet
+  EXPECT_TRUE(p.take_unpatch_work().empty());
+  EXPECT_EQ(p.unpatched(), 0u);
+}
+
+TEST(PreciseSamplePlan, AModuleRepatchedTooOftenStaysPatched) {
+  SamplePlan p(sampled(1, 1, /*max_repatches=*/1));
+  p.module_patched(kMod);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kMeasure);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kSampledOut);
+  ASSERT_EQ(p.take_unpatch_work().size(), 1u);
+  p.unpatch_done(kMod, true);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 9), kS1), V::kRepatch);
+  p.repatch_done(kMod, true);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 9), kS1), V::kMeasure);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(p.on_launch(kMod, shape(1, 9), kS1), V::kSampledOut);
+  EXPECT_FALSE(p.has_unpatch_work());
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 10), kS1), V::kMeasure);  // still patched: measured
+}
+
+TEST(PreciseSamplePlan, AFailedRepatchOrUnpatchIsNotRetried) {
+  SamplePlan p(sampled(1, 1));
+  p.module_patched(kMod);
+  p.module_patched(kOther);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kMeasure);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kSampledOut);
+  ASSERT_EQ(p.take_unpatch_work().size(), 1u);
+  p.unpatch_done(kMod, true);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 9), kS1), V::kRepatch);
+  p.repatch_done(kMod, false);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 9), kS1), V::kUnpatchedNoMeasure);
+  EXPECT_EQ(p.unmeasured_unpatched(), 1u);
+  EXPECT_EQ(p.repatched(), 0u);
+  // kOther: its unpatch fails; it stays patched and is never queued again.
+  EXPECT_EQ(p.on_launch(kOther, shape(5, 8), kS1), V::kMeasure);
+  EXPECT_EQ(p.on_launch(kOther, shape(5, 8), kS1), V::kSampledOut);
+  ASSERT_EQ(p.take_unpatch_work().size(), 1u);
+  p.unpatch_done(kOther, false);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(p.on_launch(kOther, shape(5, 8), kS1), V::kSampledOut);
+  EXPECT_FALSE(p.has_unpatch_work());
+  EXPECT_EQ(p.on_launch(kOther, shape(5, 9), kS1), V::kMeasure);
+}
+
+TEST(PreciseSamplePlan, WithUnpatchOffNothingIsQueued) {
+  SamplePlan::Options o = sampled(1, 1);
+  o.unpatch = false;
+  SamplePlan p(o);
+  p.module_patched(kMod);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kMeasure);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kSampledOut);
+  EXPECT_FALSE(p.tracks_streams());
+  EXPECT_FALSE(p.has_unpatch_work());
+}
+
+TEST(PreciseSamplePlan, ADestroyedStreamIsNotWaitedFor) {
+  SamplePlan p(sampled(1, 1));
+  p.module_patched(kMod);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kMeasure);
+  p.on_other_launch(kMod, kS2);
+  EXPECT_TRUE(p.stream_destroyed(kS2));
+  EXPECT_FALSE(p.stream_destroyed(kS2));
+  EXPECT_FALSE(p.stream_destroyed(0x99));
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kSampledOut);
+  auto work = p.take_unpatch_work();
+  ASSERT_EQ(work.size(), 1u);
+  EXPECT_EQ(work[0].streams, (std::vector<uint64_t>{kS1}));
 }
 
 }  // namespace

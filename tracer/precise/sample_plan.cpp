@@ -1,0 +1,114 @@
+// SamplePlan: see sample_plan.h.
+#include "tracer/precise/sample_plan.h"
+
+#include <algorithm>
+
+namespace streamrace::tracer::precise {
+
+size_t SamplePlan::ShapeHash::operator()(const LaunchShape& k) const {
+  uint64_t h = k.function * 0x9e3779b97f4a7c15ull;
+  for (uint32_t v : k.grid) h = (h ^ v) * 0x100000001b3ull;
+  for (uint32_t v : k.block) h = (h ^ v) * 0x100000001b3ull;
+  return size_t(h ^ (h >> 29));
+}
+
+void SamplePlan::module_patched(uint64_t module) { modules_[module].patched = true; }
+
+void SamplePlan::maybe_queue(uint64_t module, ModuleState& m) {
+  if (!o_.unpatch || o_.sample == 0 || !m.patched || m.queued || m.incomplete != 0) return;
+  if (m.repatches >= o_.max_repatches) return;  // re-patched often enough: it stays patched
+  if (m.quiet < o_.quiet_launches) return;
+  m.queued = true;
+  queued_.push_back(module);
+}
+
+SamplePlan::Verdict SamplePlan::on_launch(uint64_t module, const LaunchShape& shape, uint64_t stream) {
+  auto mit = modules_.find(module);
+  if (mit == modules_.end()) {
+    ++unmeasured_unpatched_;
+    return Verdict::kUnpatchedNoMeasure;
+  }
+  ModuleState& m = mit->second;
+  if (tracks_streams()) m.streams.insert(stream);
+  if (o_.sample == 0) {
+    if (m.patched) return Verdict::kMeasure;
+    ++unmeasured_unpatched_;
+    return Verdict::kUnpatchedNoMeasure;
+  }
+  auto [sit, fresh] = shapes_.try_emplace(shape);
+  ShapeState& s = sit->second;
+  if (fresh) ++m.incomplete;
+  if (s.measured >= o_.sample) {
+    ++m.quiet;
+    maybe_queue(module, m);
+    return Verdict::kSampledOut;
+  }
+  if (!m.patched) {
+    if (m.repatches >= o_.max_repatches) {
+      ++unmeasured_unpatched_;
+      return Verdict::kUnpatchedNoMeasure;
+    }
+    ++m.repatches;
+    m.quiet = 0;
+    return Verdict::kRepatch;
+  }
+  m.quiet = 0;
+  if (++s.measured == o_.sample) --m.incomplete;
+  return Verdict::kMeasure;
+}
+
+void SamplePlan::on_other_launch(uint64_t module, uint64_t stream) {
+  auto mit = modules_.find(module);
+  if (tracks_streams() && mit != modules_.end() && mit->second.patched) mit->second.streams.insert(stream);
+}
+
+void SamplePlan::repatch_done(uint64_t module, bool ok) {
+  auto mit = modules_.find(module);
+  if (mit == modules_.end()) return;
+  if (ok) {
+    mit->second.patched = true;
+    ++repatched_;
+  } else {
+    mit->second.repatches = o_.max_repatches;  // do not try again
+  }
+}
+
+std::vector<SamplePlan::Unpatch> SamplePlan::take_unpatch_work() {
+  std::vector<Unpatch> out;
+  for (uint64_t module : queued_) {
+    auto mit = modules_.find(module);
+    if (mit == modules_.end()) continue;
+    ModuleState& m = mit->second;
+    m.queued = false;
+    // A new shape may have arrived since the module was queued.
+    if (!m.patched || m.incomplete != 0 || m.quiet < o_.quiet_launches || m.repatches >= o_.max_repatches) continue;
+    Unpatch u{module, {m.streams.begin(), m.streams.end()}};
+    std::sort(u.streams.begin(), u.streams.end());
+    out.push_back(std::move(u));
+  }
+  queued_.clear();
+  return out;
+}
+
+void SamplePlan::unpatch_done(uint64_t module, bool ok) {
+  auto mit = modules_.find(module);
+  if (mit == modules_.end()) return;
+  ModuleState& m = mit->second;
+  m.quiet = 0;
+  if (!ok) {
+    m.repatches = o_.max_repatches;  // an unpatch that failed is not retried: the module stays patched
+    return;
+  }
+  m.patched = false;
+  m.streams.clear();
+  ++unpatched_;
+}
+
+bool SamplePlan::stream_destroyed(uint64_t stream) {
+  bool listed = false;
+  for (auto& [module, m] : modules_)
+    if (m.streams.erase(stream) && m.patched) listed = true;
+  return listed;
+}
+
+}  // namespace streamrace::tracer::precise
