@@ -78,6 +78,7 @@ class StepTimer:
         if not self.times:
             print("median_step_ms nan (no timed step)", flush=True)
             return
+        print("step_ms_in_order " + " ".join(f"{x:.1f}" for x in self.times), flush=True)
         t = sorted(self.times)
         print(f"timed_steps {len(t)} min_step_ms {t[0]:.3f} max_step_ms {t[-1]:.3f}", flush=True)
         print(f"median_step_ms {statistics.median(t):.3f}", flush=True)

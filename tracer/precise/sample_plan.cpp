@@ -14,15 +14,32 @@ size_t SamplePlan::ShapeHash::operator()(const LaunchShape& k) const {
 
 void SamplePlan::module_patched(uint64_t module) { modules_[module].patched = true; }
 
-void SamplePlan::maybe_queue(uint64_t module, ModuleState& m) {
-  if (!o_.unpatch || o_.sample == 0 || !m.patched || m.queued || m.incomplete != 0) return;
-  if (m.repatches >= o_.max_repatches) return;  // re-patched often enough: it stays patched
-  if (m.quiet < o_.quiet_launches) return;
-  m.queued = true;
-  queued_.push_back(module);
+bool SamplePlan::ready(const ModuleState& m) const {
+  return o_.unpatch && o_.sample != 0 && m.patched && m.incomplete == 0 && m.repatches < o_.max_repatches &&
+         launches_ - m.busy_at >= o_.quiet_launches;
+}
+
+// Moves the complete modules that have been quiet long enough to queued_; drops from complete_
+// those that are no longer complete (a new shape) or no longer patched.
+void SamplePlan::queue_ready() {
+  size_t keep = 0;
+  for (uint64_t module : complete_) {
+    ModuleState& m = modules_[module];
+    if (!m.patched || m.incomplete != 0 || m.repatches >= o_.max_repatches) {
+      m.listed = false;
+    } else if (ready(m)) {
+      m.listed = false;
+      m.queued = true;
+      queued_.push_back(module);
+    } else {
+      complete_[keep++] = module;
+    }
+  }
+  complete_.resize(keep);
 }
 
 SamplePlan::Verdict SamplePlan::on_launch(uint64_t module, const LaunchShape& shape, uint64_t stream) {
+  ++launches_;
   auto mit = modules_.find(module);
   if (mit == modules_.end()) {
     ++unmeasured_unpatched_;
@@ -35,26 +52,34 @@ SamplePlan::Verdict SamplePlan::on_launch(uint64_t module, const LaunchShape& sh
     ++unmeasured_unpatched_;
     return Verdict::kUnpatchedNoMeasure;
   }
+  Verdict v;
   auto [sit, fresh] = shapes_.try_emplace(shape);
   ShapeState& s = sit->second;
   if (fresh) ++m.incomplete;
   if (s.measured >= o_.sample) {
-    ++m.quiet;
-    maybe_queue(module, m);
-    return Verdict::kSampledOut;
-  }
-  if (!m.patched) {
+    v = Verdict::kSampledOut;
+  } else if (!m.patched) {
     if (m.repatches >= o_.max_repatches) {
       ++unmeasured_unpatched_;
-      return Verdict::kUnpatchedNoMeasure;
+      v = Verdict::kUnpatchedNoMeasure;
+    } else {
+      ++m.repatches;
+      m.busy_at = launches_;
+      v = Verdict::kRepatch;
     }
-    ++m.repatches;
-    m.quiet = 0;
-    return Verdict::kRepatch;
+  } else {
+    m.busy_at = launches_;
+    if (++s.measured == o_.sample) --m.incomplete;
+    v = Verdict::kMeasure;
   }
-  m.quiet = 0;
-  if (++s.measured == o_.sample) --m.incomplete;
-  return Verdict::kMeasure;
+  if (tracks_streams()) {
+    if (m.patched && m.incomplete == 0 && !m.listed && !m.queued) {
+      m.listed = true;
+      complete_.push_back(module);
+    }
+    queue_ready();
+  }
+  return v;
 }
 
 void SamplePlan::on_other_launch(uint64_t module, uint64_t stream) {
@@ -67,6 +92,7 @@ void SamplePlan::repatch_done(uint64_t module, bool ok) {
   if (mit == modules_.end()) return;
   if (ok) {
     mit->second.patched = true;
+    mit->second.busy_at = launches_;
     ++repatched_;
   } else {
     mit->second.repatches = o_.max_repatches;  // do not try again
@@ -81,7 +107,7 @@ std::vector<SamplePlan::Unpatch> SamplePlan::take_unpatch_work() {
     ModuleState& m = mit->second;
     m.queued = false;
     // A new shape may have arrived since the module was queued.
-    if (!m.patched || m.incomplete != 0 || m.quiet < o_.quiet_launches || m.repatches >= o_.max_repatches) continue;
+    if (!ready(m)) continue;
     Unpatch u{module, {m.streams.begin(), m.streams.end()}};
     std::sort(u.streams.begin(), u.streams.end());
     out.push_back(std::move(u));
@@ -94,7 +120,6 @@ void SamplePlan::unpatch_done(uint64_t module, bool ok) {
   auto mit = modules_.find(module);
   if (mit == modules_.end()) return;
   ModuleState& m = mit->second;
-  m.quiet = 0;
   if (!ok) {
     m.repatches = o_.max_repatches;  // an unpatch that failed is not retried: the module stays patched
     return;

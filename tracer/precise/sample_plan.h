@@ -4,8 +4,10 @@
 // A patched module calls the device callback at every global access of every kernel it holds,
 // measured or not; that patched code alone made the ZeRO-2 step 14.9x slower with sampling
 // (bench/results/realistic.md, session 24). So once every kernel and launch shape a module has
-// launched is measured N times, and the module then ran `quiet_launches` more launches without a
-// new shape, the session unpatches it: its kernels run at full speed. A new shape of a kernel of
+// launched is measured N times, and `quiet_launches` more selected launches (of any module: about
+// a training step's worth) brought it no new shape, the session unpatches it: its kernels run at
+// full speed. (Counting the module's own launches instead left rarely launched modules patched
+// for tens of steps.) A new shape of a kernel of
 // an unpatched module patches it again (at most `max_repatches` times, after which it stays
 // patched); that launch itself is left unmeasured (the patch is not known to reach a launch
 // already being set up), the next one of the shape is measured.
@@ -34,7 +36,7 @@ class SamplePlan {
   struct Options {
     uint32_t sample = 0;            // launches measured per kernel and shape; 0: every launch
     bool unpatch = true;            // take a fully sampled module's instrumentation out
-    uint32_t quiet_launches = 64;   // sampled-out launches of a module before it is unpatched
+    uint32_t quiet_launches = 1024;  // selected launches since a module's last measured one
     uint32_t max_repatches = 4;     // then the module stays patched
   };
   enum class Verdict {
@@ -87,17 +89,21 @@ class SamplePlan {
   struct ModuleState {
     bool patched = false;
     bool queued = false;
+    bool listed = false;      // in complete_
     uint32_t incomplete = 0;  // shapes seen and measured fewer than `sample` times
-    uint32_t quiet = 0;       // sampled-out launches since the last measured one
+    uint64_t busy_at = 0;     // launches_ at its last measured (or re-patching) launch
     uint32_t repatches = 0;
     std::unordered_set<uint64_t> streams;
   };
-  void maybe_queue(uint64_t module, ModuleState& m);
+  bool ready(const ModuleState& m) const;
+  void queue_ready();
 
   Options o_;
   std::unordered_map<LaunchShape, ShapeState, ShapeHash> shapes_;
   std::unordered_map<uint64_t, ModuleState> modules_;
+  std::vector<uint64_t> complete_;  // patched, every shape measured: waiting to be quiet
   std::vector<uint64_t> queued_;
+  uint64_t launches_ = 0;  // selected launches so far
   uint64_t unpatched_ = 0, repatched_ = 0, unmeasured_unpatched_ = 0;
 };
 

@@ -38,10 +38,10 @@ struct SanitizerOptions {
   // (learned access signatures, docs/signatures.md), or the default tier's.
   uint32_t sample = 0;
   // With a sample limit: take the instrumentation out of a module once every kernel and shape
-  // it launched is measured `sample` times and `unpatch_quiet` more of its launches brought no
-  // new shape (SamplePlan); a new shape patches it again.
+  // it launched is measured `sample` times and `unpatch_quiet` more selected launches (of any
+  // module) brought it no new shape (SamplePlan); a new shape patches it again.
   bool unpatch = true;
-  uint32_t unpatch_quiet = 64;
+  uint32_t unpatch_quiet = 1024;
 };
 
 struct SessionCounts {

@@ -332,6 +332,20 @@ TEST(PreciseSamplePlan, AFullySampledModuleIsUnpatchedAfterItsQuietLaunches) {
   EXPECT_EQ(p.unmeasured_unpatched(), 0u);
 }
 
+TEST(PreciseSamplePlan, QuietCountsTheLaunchesOfEveryModule) {
+  SamplePlan p(sampled(1, 4));
+  p.module_patched(kMod);
+  p.module_patched(kOther);
+  EXPECT_EQ(p.on_launch(kMod, shape(1, 8), kS1), V::kMeasure);  // a rare kernel: once per step
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(p.on_launch(kOther, shape(2, 8), kS2), i == 0 ? V::kMeasure : V::kSampledOut);
+  EXPECT_FALSE(p.has_unpatch_work());
+  EXPECT_EQ(p.on_launch(kOther, shape(2, 8), kS2), V::kSampledOut);  // 4 launches after kMod's last
+  auto work = p.take_unpatch_work();
+  ASSERT_EQ(work.size(), 1u);
+  EXPECT_EQ(work[0].module, kMod);
+  EXPECT_EQ(work[0].streams, (std::vector<uint64_t>{kS1}));
+}
+
 TEST(PreciseSamplePlan, AShapeMeasuredTooFewTimesKeepsItsModulePatched) {
   SamplePlan p(sampled(2, 3));
   p.module_patched(kMod);
