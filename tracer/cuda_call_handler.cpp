@@ -564,7 +564,8 @@ struct FunctionFacts {
   bool have_layout = false;
   std::vector<ParamSlot> layout;
   const KernelSignature* signature = nullptr;  // tracer/kernel_signatures.h
-  uint32_t pointer_alignment = 1;              // likewise: a pointer argument's alignment
+  // Likewise: a pointer argument's alignment less one (a power of two: a mask, not a division).
+  uint64_t pointer_misalignment = 0;
 };
 constexpr size_t kFunctionCacheLimit = 4096;  // per thread; cleared when full
 
@@ -633,7 +634,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
       }
       facts->name_id = kernel_name_id(call.func, name);
       facts->signature = kernel_signatures_ && name != nullptr ? signature_for(name) : nullptr;
-      facts->pointer_alignment = kernel_signatures_ && name != nullptr ? pointer_alignment(name) : 1;
+      facts->pointer_misalignment = kernel_signatures_ && name != nullptr ? pointer_alignment(name) - 1 : 0;
       {
         InternalCallGuard guard;
         facts->have_layout = queries_.param_layout(call.func, call.library_kernel, facts->layout);
@@ -672,7 +673,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
         for (uint32_t off = 0; off + 8 <= all_words * 8; off += 8) {
           uint64_t w;
           std::memcpy(&w, base + off, 8);
-          if (off < words * 8 && w % facts->pointer_alignment == 0 && allocs_.maybe_contains(w) && lookup.find(w)) {
+          if (off < words * 8 && (w & facts->pointer_misalignment) == 0 && allocs_.maybe_contains(w) && lookup.find(w)) {
             size_t index = 0;
             while (index < ptrs.size() && ptrs[index] != w) ++index;
             if (index == ptrs.size()) ptrs.push_back(w);
