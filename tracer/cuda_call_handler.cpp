@@ -236,8 +236,7 @@ template <typename R, typename Fill>
 void CudaCallHandler::record(uint32_t api, Fill&& fill) {
   R r{};
   fill(r);
-  r.call = call_info(api);
-  rec_->add(r);
+  rec_->add_call(r, api, capture_stack());
 }
 
 void CudaCallHandler::emit(const CudaCall& call, const Emission& e) {
@@ -488,8 +487,7 @@ void CudaCallHandler::free(const CudaCall& call, const Emission& e, uint64_t str
 void CudaCallHandler::memcpy(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   GilScope python_stack_matters;
   trace::Memcpy r = memcpy_record(call, e, stream, device);
-  r.call = call_info(e.api);
-  rec_->add(r);
+  rec_->add_call(r, e.api, capture_stack());
   if (host_) {
     const bool pageable_src = r.src_mem == trace::MemKind::kPageableHost;
     const bool pageable_dst = r.dst_mem == trace::MemKind::kPageableHost;
@@ -614,8 +612,7 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
   trace::KernelLaunchHead h{};
   std::vector<uint64_t>& ptrs = launch_pointers();
   kernel_head(call, e, stream, device, h, ptrs);
-  h.call = call_info(e.api);
-  rec_->add_kernel(h, ptrs);
+  rec_->add_call(h, e.api, capture_stack(), ptrs);
 }
 
 void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
