@@ -2,13 +2,14 @@
 // callbacks CUPTI makes for a kernel launch (runtime enter, driver enter and exit, runtime
 // exit), as in tests/tracer/cuda_call_handler_test.cpp, with stacks off (StackCapture has its
 // own benchmark: bench/native_stack_cost.cpp). The kernel takes POINTERS pointer arguments into
-// ALLOCATIONS live allocations, round robin over FUNCTIONS kernels; a copy (cudaMemcpyAsync,
+// ALLOCATIONS live allocations and a struct of SCALARS 8-byte words of sizes and strides, round
+// robin over FUNCTIONS kernels; a copy (cudaMemcpyAsync,
 // device to device) every 4th launch. Prints ns per launch (4 callbacks) and per callback, in
 // wall time and in the calling thread's CPU time (the latter does not count the time the thread
 // waited for a core: on a loaded machine it is the steadier of the two); run it under
 // `perf record` to see where the time goes.
 //
-//   streamrace-handler-cost [LAUNCHES] [POINTERS] [ALLOCATIONS] [FUNCTIONS]
+//   streamrace-handler-cost [LAUNCHES] [POINTERS] [ALLOCATIONS] [FUNCTIONS] [SCALARS]
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -19,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
   const size_t pointers = argc > 2 ? size_t(std::atol(argv[2])) : 4;
   const size_t allocations = argc > 3 ? size_t(std::atol(argv[3])) : 2000;
   const size_t functions = argc > 4 ? size_t(std::atol(argv[4])) : 200;
+  const size_t scalars = argc > 5 ? std::max<size_t>(1, size_t(std::atol(argv[5]))) : 1;
   const auto dir = std::filesystem::temp_directory_path() / ("sr_handler_cost_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   RecorderOptions o;
@@ -59,6 +62,7 @@ int main(int argc, char** argv) {
   AllocationTable allocs;
   BenchQueries queries;
   queries.pointers = pointers;
+  queries.scalar_words = scalars;
   CudaCallHandler handler(rec, allocs, queries, nullptr);
   thread_state() = TracerThreadState{};
   auto call = [&](ApiDomain d, bool enter, uint32_t cbid, const char* sym, const void* p, uint32_t corr) {
@@ -74,9 +78,10 @@ int main(int argc, char** argv) {
     call(ApiDomain::kRuntime, false, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, nullptr, &m, 1);
     bases.push_back(ptr);
   }
-  std::vector<uint64_t> slots(pointers + 1);
+  std::vector<uint64_t> slots(pointers + scalars);
   std::vector<void*> args(pointers + 1);
   for (size_t i = 0; i < args.size(); ++i) args[i] = &slots[i];
+  for (size_t s = 1; s < scalars; ++s) slots[pointers + s] = s % 2 ? 1u << (s % 12) : s;  // sizes, strides
   std::vector<std::string> names;
   for (size_t f = 0; f < functions; ++f) names.push_back("_Z7kernel" + std::to_string(f) + "PfS_");
   const cudaStream_t stream = reinterpret_cast<cudaStream_t>(0x5000);
@@ -106,8 +111,9 @@ int main(int argc, char** argv) {
   rec.close();
   std::filesystem::remove_all(dir);
   const double calls = double(launches) * 4 + double(launches / 4) * 2;
-  std::printf("launches=%ld pointers=%zu allocations=%zu functions=%zu: %.1f ns per launch (with its share of copies), "
-              "%.1f ns per callback; thread CPU time %.1f ns per launch\n",
-              launches, pointers, allocations, functions, dt / double(launches), dt / calls, cpu / double(launches));
+  std::printf("launches=%ld pointers=%zu allocations=%zu functions=%zu scalars=%zu: %.1f ns per launch (with its share "
+              "of copies), %.1f ns per callback; thread CPU time %.1f ns per launch\n",
+              launches, pointers, allocations, functions, scalars, dt / double(launches), dt / calls,
+              cpu / double(launches));
   return 0;
 }

@@ -236,8 +236,7 @@ template <typename R, typename Fill>
 void CudaCallHandler::record(uint32_t api, Fill&& fill) {
   R r{};
   fill(r);
-  r.call = call_info(api);
-  rec_->add(r);
+  rec_->add_call(r, api, capture_stack());
 }
 
 void CudaCallHandler::emit(const CudaCall& call, const Emission& e) {
@@ -488,8 +487,7 @@ void CudaCallHandler::free(const CudaCall& call, const Emission& e, uint64_t str
 void CudaCallHandler::memcpy(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   GilScope python_stack_matters;
   trace::Memcpy r = memcpy_record(call, e, stream, device);
-  r.call = call_info(e.api);
-  rec_->add(r);
+  rec_->add_call(r, e.api, capture_stack());
   if (host_) {
     const bool pageable_src = r.src_mem == trace::MemKind::kPageableHost;
     const bool pageable_dst = r.dst_mem == trace::MemKind::kPageableHost;
@@ -564,19 +562,39 @@ struct FunctionFacts {
   bool have_layout = false;
   std::vector<ParamSlot> layout;
   const KernelSignature* signature = nullptr;  // tracer/kernel_signatures.h
-  uint32_t pointer_alignment = 1;              // likewise: a pointer argument's alignment
+  // Likewise: a pointer argument's alignment less one (a power of two: a mask, not a division).
+  uint64_t pointer_misalignment = 0;
 };
 constexpr size_t kFunctionCacheLimit = 4096;  // per thread; cleared when full
 
 // The arguments' hash: a multiply-xor mix per 8-byte word (not cryptographic: it only keys
-// signatures, which the analyzer also checks against each other before trusting one).
+// signatures, which the analyzer also checks against each other before trusting one). Per word
+//   h ^= w + 0x9E3779B97F4A7C15 + (h << 6) + (h >> 2);  h *= 0xFF51AFD7ED558CCD;  h ^= h >> 32;
+// Recorded traces and learnt signature files hold its values: the function never changes.
+// Every word waits for the last one's multiply, so a launch's scan costs what this chain does
+// (~10 cycles a word, of a struct of 50-100 words in PyTorch's kernels). ArgsHash computes the
+// same values with a shorter chain: it keeps the product `y` (h = y ^ (y >> 32)), takes h >> 2
+// as (y >> 2) ^ (y >> 34) straight from it, and adds w and the constant to that before h << 6
+// is ready; the empty asm statements keep the compiler from putting those sums back on the chain.
 constexpr uint64_t kArgsHashSeed = 0x9E3779B97F4A7C15ull;
 constexpr uint64_t kPointerMark = 0x5A17'0000'0000'0000ull;  // + the pointer's index in ptrs[]
-inline uint64_t mix_word(uint64_t h, uint64_t w) {
-  h ^= w + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  h *= 0xFF51AFD7ED558CCDull;
-  return h ^ (h >> 32);
-}
+class ArgsHash {
+ public:
+  // y ^ (y >> 32) is its own inverse: the product whose mix is the seed.
+  ArgsHash() : y_(kArgsHashSeed ^ (kArgsHashSeed >> 32)) {}
+  void add(uint64_t w) {
+    uint64_t c = w + 0x9E3779B97F4A7C15ull;
+    asm("" : "+r"(c));
+    uint64_t early = c + ((y_ >> 2) ^ (y_ >> 34));  // w + constant + (h >> 2)
+    asm("" : "+r"(early));
+    const uint64_t h = y_ ^ (y_ >> 32);
+    y_ = (h ^ (early + (h << 6))) * 0xFF51AFD7ED558CCDull;
+  }
+  uint64_t value() const { return y_ ^ (y_ >> 32); }
+
+ private:
+  uint64_t y_;
+};
 
 __attribute__((noinline)) std::vector<uint64_t>& launch_pointers() {  // see thread_state()
   thread_local std::vector<uint64_t> ptrs;
@@ -594,8 +612,7 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
   trace::KernelLaunchHead h{};
   std::vector<uint64_t>& ptrs = launch_pointers();
   kernel_head(call, e, stream, device, h, ptrs);
-  h.call = call_info(e.api);
-  rec_->add_kernel(h, ptrs);
+  rec_->add_call(h, e.api, capture_stack(), ptrs);
 }
 
 void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
@@ -633,7 +650,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
       }
       facts->name_id = kernel_name_id(call.func, name);
       facts->signature = kernel_signatures_ && name != nullptr ? signature_for(name) : nullptr;
-      facts->pointer_alignment = kernel_signatures_ && name != nullptr ? pointer_alignment(name) : 1;
+      facts->pointer_misalignment = kernel_signatures_ && name != nullptr ? pointer_alignment(name) - 1 : 0;
       {
         InternalCallGuard guard;
         facts->have_layout = queries_.param_layout(call.func, call.library_kernel, facts->layout);
@@ -655,7 +672,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   ptrs.clear();
   bool scanned = false;
   bool by_signature = false;
-  uint64_t args_hash = kArgsHashSeed;
+  ArgsHash args_hash;
   if (facts && (call.args != nullptr || call.packed != nullptr)) {
     const std::vector<ParamSlot>& layout = facts->layout;
     if (facts->have_layout) {
@@ -664,7 +681,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
       for (size_t i = 0; i < layout.size(); ++i) {
         const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
                                           : static_cast<const uint8_t*>(call.args[i]);
-        args_hash = mix_word(args_hash, layout[i].size);
+        args_hash.add(layout[i].size);
         if (base == nullptr) continue;
         const uint32_t all_words = layout[i].size / 8;
         const uint32_t words = pointer_words(facts->signature, uint32_t(i), all_words, call.grid);
@@ -672,19 +689,19 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
         for (uint32_t off = 0; off + 8 <= all_words * 8; off += 8) {
           uint64_t w;
           std::memcpy(&w, base + off, 8);
-          if (off < words * 8 && w % facts->pointer_alignment == 0 && allocs_.maybe_contains(w) && lookup.find(w)) {
+          if (off < words * 8 && (w & facts->pointer_misalignment) == 0 && allocs_.maybe_contains(w) && lookup.find(w)) {
             size_t index = 0;
             while (index < ptrs.size() && ptrs[index] != w) ++index;
             if (index == ptrs.size()) ptrs.push_back(w);
-            args_hash = mix_word(args_hash, kPointerMark + index);
+            args_hash.add(kPointerMark + index);
           } else {
-            args_hash = mix_word(args_hash, w);
+            args_hash.add(w);
           }
         }
         if (const uint32_t rest = layout[i].size % 8) {
           uint64_t w = 0;
           std::memcpy(&w, base + all_words * 8, rest);
-          args_hash = mix_word(args_hash, w);
+          args_hash.add(w);
         }
       }
     }
@@ -692,7 +709,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   h.nptrs = uint32_t(ptrs.size());
   h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash) : 0u) |
             (precise ? uint32_t(trace::kKernelPrecise) : 0u) | (by_signature ? uint32_t(trace::kKernelArgsBySignature) : 0u);
-  if (scanned) ptrs.push_back(args_hash);  // after the pointers: the caller writes them all as the tail
+  if (scanned) ptrs.push_back(args_hash.value());  // after the pointers: the caller writes them all as the tail
 }
 
 }  // namespace streamrace::tracer

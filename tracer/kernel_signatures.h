@@ -36,7 +36,8 @@ struct KernelSignature {
 // The built-in signature for a kernel name, or null.
 const KernelSignature* signature_for(std::string_view kernel_name);
 
-// The alignment in bytes every pointer argument of a kernel has (1: nothing known). PyTorch's
+// The alignment in bytes every pointer argument of a kernel has (1: nothing known; always a power
+// of two, so that the launch's scan tests it with a mask). PyTorch's
 // `vectorized_elementwise_kernel<VEC, ...>` runs only when every data pointer is aligned to VEC
 // elements of its type (aten/src/ATen/native/cuda/MemoryAccess.cuh, can_vectorize_up_to: the
 // host picks VEC as the smallest such count over the pointers), so to at least VEC bytes; a

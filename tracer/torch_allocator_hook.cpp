@@ -264,8 +264,7 @@ void TorchAllocatorHook::on_entry(int action, int device, uint64_t addr, uint64_
     const uint32_t api = api_id(rec, action);
     // Only a free's stack is ever shown (the "freed at" line of a use-after-reuse); the
     // others would cost a stack walk per tensor for nothing.
-    r.call = rec.call(api, action == 1 ? handler_.capture_stack() : 0);
-    rec.add(r);
+    rec.add_call(r, api, action == 1 ? handler_.capture_stack() : 0);
   } catch (...) {
     // Never let the tracer's trouble reach the allocator.
   }

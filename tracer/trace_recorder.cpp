@@ -143,21 +143,32 @@ uint32_t TraceRecorder::thread_index_of(pid_t tid) {
 }
 
 trace::CallInfo TraceRecorder::call(uint32_t api_id, uint32_t stack_id) {
+  trace::CallInfo c;
+  take_call(c, api_id, stack_id);
+  return c;
+}
+
+TraceRecorder::ThreadBuffer& TraceRecorder::take_call(trace::CallInfo& c, uint32_t api_id, uint32_t stack_id) {
   start_once();
-  trace::CallInfo c{};
+  c = trace::CallInfo{};
   c.seq = seq_.fetch_add(1, std::memory_order_relaxed);
   c.host_ts_ns = monotonic_ns();
-  c.thread = buffer().index;
+  ThreadBuffer& b = buffer();
+  c.thread = b.index;
   c.stack_id = stack_id;
   c.api_id = api_id;
-  return c;
+  return b;
 }
 
 void TraceRecorder::add_raw(trace::RecordKind kind, const void* fixed, size_t fixed_size, const void* tail,
                             size_t tail_size) {
   if (closed_.load(std::memory_order_relaxed)) return;
   start_once();
-  ThreadBuffer& b = buffer();
+  append(buffer(), kind, fixed, fixed_size, tail, tail_size);
+}
+
+void TraceRecorder::append(ThreadBuffer& b, trace::RecordKind kind, const void* fixed, size_t fixed_size,
+                           const void* tail, size_t tail_size) {
   size_t body = fixed_size + tail_size;
   if (body > 0xFFFF) {  // the only variable parts are strings and lists; cut, never overflow
     tail_size = 0xFFFF - fixed_size;

@@ -77,6 +77,15 @@ class TraceRecorder {
   void add(const T& rec) {
     add_raw(T::kKind, &rec, sizeof(T), nullptr, 0);
   }
+  // A call record: sets rec.call as call(api_id, stack_id) would, then appends the record with
+  // `tail` after it; the thread's buffer is looked up once for both (in libstreamrace.so each
+  // look-up is a call of __tls_get_addr).
+  template <trace::FixedRecord T>
+  void add_call(T& rec, uint32_t api_id, uint32_t stack_id, std::span<const uint64_t> tail = {}) {
+    ThreadBuffer& b = take_call(rec.call, api_id, stack_id);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    append(b, T::kKind, &rec, sizeof(T), tail.data(), tail.size_bytes());
+  }
   void add_kernel(const trace::KernelLaunchHead& head, std::span<const uint64_t> ptrs);
   void add_notice(trace::NoticeLevel level, std::string_view text);
   void add_raw(trace::RecordKind kind, const void* fixed, size_t fixed_size, const void* tail, size_t tail_size);
@@ -146,6 +155,11 @@ class TraceRecorder {
   static CurrentBuffer& current_buffer();
   ThreadBuffer& buffer();
   ThreadBuffer& new_buffer(CurrentBuffer& current);
+  // call()'s work, returning the buffer it looked up.
+  ThreadBuffer& take_call(trace::CallInfo& c, uint32_t api_id, uint32_t stack_id);
+  // add_raw() once the recorder is known open and the buffer found.
+  void append(ThreadBuffer& b, trace::RecordKind kind, const void* fixed, size_t fixed_size, const void* tail,
+              size_t tail_size);
   // The thread's current chunk is full for `need` more bytes: hands it off and returns the next
   // one, or nullptr when the thread's unflushed records would exceed max_buffer_bytes.
   ThreadChunk* next_chunk(ThreadBuffer& b, size_t need);

@@ -380,6 +380,22 @@ TEST_F(HandlerTest, ArgumentsHashKeysTheScalarsNotTheAddresses) {
   EXPECT_EQ(hash[0], hash[1]);
   for (size_t i : {2u, 3u, 4u, 5u}) EXPECT_NE(hash[0], hash[i]) << i;
   EXPECT_NE(hash[5], hash[6]);
+  // The values themselves: recorded traces and learnt signature files (tests/data/signatures/)
+  // hold them, so the function never changes, however the tracer computes it. Per parameter its
+  // size, then each 8-byte word (a pointer as a mark and its index), then the bytes left over.
+  auto reference = [](std::initializer_list<uint64_t> words) {
+    uint64_t h = 0x9E3779B97F4A7C15ull;
+    for (uint64_t w : words) {
+      h ^= w + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+      h *= 0xFF51AFD7ED558CCDull;
+      h ^= h >> 32;
+    }
+    return h;
+  };
+  constexpr uint64_t kMark = 0x5A17'0000'0000'0000ull;
+  EXPECT_EQ(hash[0], reference({4, 1024, 8, kMark + 0, 8, kMark + 1, 2, 1}));
+  EXPECT_EQ(hash[3], reference({4, 1024, 8, kMark + 0, 8, kMark + 0, 2, 1}));
+  EXPECT_EQ(hash[5], reference({4, 1024, 8, kMark + 0, 8, 0x9999'0000, 2, 1}));
 }
 
 // PyTorch's vectorized elementwise kernels run only with every pointer aligned to VEC elements
