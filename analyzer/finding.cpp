@@ -275,6 +275,7 @@ void to_json(json& j, const Access& a) {
            {"thread", a.thread},
            {"stack", a.stack}};
   if (a.by_signature) j["by_signature"] = true;
+  if (a.by_library_call) j["by_library_call"] = true;
   if (a.graph_launch) {
     const GraphLaunchSite& g = *a.graph_launch;
     j["graph_launch"] = json{{"api", g.api},
@@ -302,6 +303,7 @@ void from_json(const json& j, Access& a) {
   a.direction = get_or<std::string>(j, "direction", "");
   a.exact = get_or<bool>(j, "exact", true);
   a.by_signature = get_or<bool>(j, "by_signature", false);
+  a.by_library_call = get_or<bool>(j, "by_library_call", false);
   a.stream = hex_or_number(j, "stream");
   a.stream_label = get_or<std::string>(j, "stream_label", "");
   a.addr = hex_or_number(j, "addr");

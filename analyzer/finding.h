@@ -55,6 +55,7 @@ struct Access {
   std::string direction;  // "read", "write", or "read or write" (kernel pointer argument)
   bool exact = true;      // byte range and direction known exactly
   bool by_signature = false;  // a kernel's range from a learned access signature (docs/signatures.md)
+  bool by_library_call = false;  // a kernel's range from its cuBLAS call's matrix arguments
   uint64_t stream = 0;
   std::string stream_label;  // "stream 0x5581 (non-blocking)", "legacy default stream (device 0)"
   uint64_t addr = 0;      // the access's own byte range

@@ -36,6 +36,7 @@ struct AccessEpoch {
   bool inexact = false;      // extent not exact: a kernel's `T const*` argument (a read), a precise-mode hull
   bool in_block = false;     // a kernel pointer's extent bounded by the allocator block it points into
   bool by_signature = false;  // exact, from a learned access signature (analyzer/access_signatures.h)
+  bool by_call = false;       // from the arguments of the library call that launched the kernel (cuBLAS)
 };
 
 struct Segment {

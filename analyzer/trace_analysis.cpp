@@ -121,6 +121,11 @@ void TraceAnalysis::run() {
                                     precise_unmeasured_launches_, precise_unmeasured_launches_ == 1 ? "" : "es",
                                     names)});
   }
+  if (call_range_launches_)
+    notices_.push_back({"info", path_,
+                        fmt::format("cuBLAS: {} kernel launch{} took their matrices' byte ranges from the cuBLAS "
+                                    "call's arguments (exact where a matrix is contiguous)",
+                                    call_range_launches_, call_range_launches_ == 1 ? "" : "es")});
   if (learned_launches_ || signature_launches_)
     notices_.push_back({"info", path_,
                         fmt::format("access signatures: {} measured launch{} taught {} ({} trusted: seen {} times "
@@ -447,7 +452,31 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
   size_t measured_n = 0;
   std::optional<decltype(precise_.begin())> measured_entry;  // erased once used (an eager launch's)
   bool precise_launch = false;
-  if ((k.flags & kKernelPrecise) && !opts_.ignore_precise) {
+  // A kernel of a cuBLAS call: the call's matrices, from its arguments, stand for the pointers
+  // they touch, as a precise measurement does (and instead of one: a TMA GEMM's measurement
+  // misses its matrices). Pointers they do not touch keep the default tier's access below.
+  const bool call_ranges = (k.flags & kKernelCallAccesses) && read_call_ranges(k, tail);
+  if (call_ranges) {
+    ++call_range_launches_;
+    for (const KernelAccess& ka : call_ranges_) {
+      ++access_number_;
+      AccessEpoch e = base;
+      e.addr = ka.addr;
+      e.bytes = ka.bytes;
+      e.write = ka.dir != AccessDir::kRead;
+      e.also_reads = ka.dir == AccessDir::kReadWrite;
+      e.inexact = ka.overflowed == trace::kAccessHull;
+      e.by_call = true;
+      apply_one(s, e);
+    }
+    measured = call_ranges_.data();
+    measured_n = call_ranges_.size();
+    precise_launch = true;
+    if (k.flags & kKernelPrecise) {
+      auto it = precise_.find(k.correlation);
+      if (it != precise_.end() && !current_launch_) precise_.erase(it);
+    }
+  } else if ((k.flags & kKernelPrecise) && !opts_.ignore_precise) {
     auto it = precise_.find(k.correlation);
     if (it != precise_.end()) {
       note_measured(k.name_id);
@@ -515,10 +544,10 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
       if (bytes == 0 || touched(p, bytes)) continue;
       unmeasured_[i] = 1;
       unmeasured_pointer = true;
-      ++precise_unmeasured_pointers_;
+      if (!call_ranges) ++precise_unmeasured_pointers_;
     }
   }
-  if (precise_launch && measured_n > 0 && !unmeasured_pointer && (k.flags & kKernelArgsHash))
+  if (precise_launch && !call_ranges && measured_n > 0 && !unmeasured_pointer && (k.flags & kKernelArgsHash))
     learn_signature(k, tail, measured, measured_n);
   // A launch the precise tier did not measure, whose kernel, shape and scalars a trusted
   // signature knows: its accesses are that signature's, exact.
@@ -555,13 +584,42 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     apply_one(s, e);
   }
   if (measured_entry) precise_.erase(*measured_entry);
-  if (unmeasured_pointer) {
+  if (unmeasured_pointer && !call_ranges) {
     ++precise_unmeasured_launches_;
     if (precise_unmeasured_kernels_.size() < 3 &&
         std::find(precise_unmeasured_kernels_.begin(), precise_unmeasured_kernels_.end(), k.name_id) ==
             precise_unmeasured_kernels_.end())
       precise_unmeasured_kernels_.push_back(k.name_id);
   }
+}
+
+// The ranges of a kKernelCallAccesses launch into call_ranges_: after the pointers and the
+// arguments' hash, a count and that many CallAccessEntry. False (the launch keeps the default
+// tier's accesses) when the tail does not hold them or an entry's direction is not one.
+bool TraceAnalysis::read_call_ranges(const KernelLaunchHead& k, std::span<const uint8_t> tail) {
+  call_ranges_.clear();
+  const size_t words = tail.size() / sizeof(uint64_t);
+  const size_t at = size_t(k.nptrs) + ((k.flags & kKernelArgsHash) ? 1 : 0);
+  if (at >= words) return false;
+  const uint64_t n = tail_word(tail, at);
+  if (n == 0 || n > (words - at - 1) / 3) return false;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t w = at + 1 + 3 * i;
+    KernelAccess ka{};
+    ka.correlation = k.correlation;
+    ka.addr = tail_word(tail, w);
+    ka.bytes = tail_word(tail, w + 1);
+    const uint64_t info = tail_word(tail, w + 2);
+    const uint64_t dir = info & 3;
+    if (dir == 0 || ka.bytes == 0 || ka.addr + ka.bytes < ka.addr) {
+      call_ranges_.clear();
+      return false;
+    }
+    ka.dir = AccessDir(dir);
+    ka.overflowed = (info & kCallAccessHull) ? trace::kAccessHull : 0;
+    call_ranges_.push_back(ka);
+  }
+  return true;
 }
 
 namespace {
@@ -1243,6 +1301,7 @@ Access TraceAnalysis::make_access(const AccessEpoch& e, uint64_t stream, const s
   a.direction = e.maybe_write ? "read or write" : e.write ? (e.also_reads ? "read and write" : "write") : "read";
   a.exact = !e.maybe_write && !e.inexact;
   a.by_signature = e.by_signature;
+  a.by_library_call = e.by_call;
   a.stream = stream;
   a.stream_label = label;
   a.addr = e.addr;

@@ -104,6 +104,7 @@ class TraceAnalysis {
   void on_memcpy(const trace::Memcpy& m);
   void on_memset(const trace::Memset& m);
   void on_kernel(const trace::KernelLaunchHead& k, std::span<const uint8_t> tail);
+  bool read_call_ranges(const trace::KernelLaunchHead& k, std::span<const uint8_t> tail);
   void on_nccl(const trace::NcclCall& n);
   void on_group_end(const trace::NcclGroupEnd& g);
   void on_alloc(const trace::Alloc& a);
@@ -218,6 +219,8 @@ class TraceAnalysis {
   uint64_t precise_unmeasured_pointers_ = 0, precise_unmeasured_launches_ = 0;
   std::vector<uint32_t> precise_unmeasured_kernels_;  // name ids, the first few
   std::vector<uint8_t> unmeasured_;  // per pointer of the precise launch being analysed
+  std::vector<trace::KernelAccess> call_ranges_;  // the cuBLAS call's ranges of the launch being analysed
+  uint64_t call_range_launches_ = 0;  // launches whose accesses came from their cuBLAS call's arguments
   // Learned access signatures: the loaded ones and this trace's so far (book_), this trace's
   // alone (observed_); launches that took their accesses from one, launches learnt from.
   SignatureBook book_, observed_;

@@ -64,6 +64,7 @@ void write_access(std::ostream& out, const char* intro, const Access& a, const P
   if (a.by_signature)
     out << "    (its bytes: the kernel's learned access signature, measured in precise mode for the same kernel, "
            "shape and scalar arguments)\n";
+  if (a.by_library_call) out << "    (its bytes: the matrices of the cuBLAS call that launched it, from the call's arguments)\n";
   write_stack(out, a.stack, max_frames);
   if (a.graph_launch) {
     // A CUDA graph node: the stack above is where it was captured; this is its launch.

@@ -234,10 +234,24 @@ enum KernelFlags : uint32_t {
   // than its pointer arguments (the scalars: sizes, strides, flags), which with the kernel, its
   // launch shape and its pointer count keys learned access signatures (analyzer/access_signatures.h).
   kKernelArgsHash = 1u << 3,
+  // 1.5: the launch ran inside a cuBLAS call whose matrices the tracer read from the call's
+  // arguments (tracer/cublas_interposer.cpp). After the pointers (and the hash) follow one
+  // uint64 count and that many CallAccessEntry: the call's byte ranges, which stand for the
+  // accesses of this kernel's pointer arguments they touch (as precise mode's intervals do).
+  kKernelCallAccesses = 1u << 4,
 };
 
+// One byte range of a library call (kKernelCallAccesses): `info` bits 0-1 an AccessDir, bit 8
+// set when the range is a hull of a strided matrix (direction known, extent not exact).
+struct CallAccessEntry {
+  uint64_t addr;
+  uint64_t bytes;
+  uint64_t info;
+};
+inline constexpr uint64_t kCallAccessHull = 1u << 8;
+
 // KernelLaunch = KernelLaunchHead followed by nptrs uint64 pointer arguments (and, with
-// kKernelArgsHash, the arguments' hash).
+// kKernelArgsHash, the arguments' hash; with kKernelCallAccesses, the call's ranges).
 struct KernelLaunchHead {
   SR_RECORD(kKernelLaunch);
   CallInfo call;

@@ -209,6 +209,27 @@ uint64_t TraceBuilder::kernel_hashed(uint64_t stream, std::string_view name, con
   return h.correlation;
 }
 
+uint64_t TraceBuilder::kernel_in_call(uint64_t stream, std::string_view name, const std::vector<uint64_t>& ptrs,
+                                      const std::vector<CallAccessEntry>& ranges, uint32_t flags) {
+  KernelLaunchHead h{};
+  h.call = call("cudaLaunchKernel");
+  h.stream = stream;
+  h.correlation = next_corr_++;
+  h.name_id = str(name);
+  h.grid[0] = h.grid[1] = h.grid[2] = 1;
+  h.block[0] = 128;
+  h.block[1] = h.block[2] = 1;
+  h.flags = flags | kKernelArgsHash | kKernelCallAccesses;
+  h.nptrs = uint32_t(ptrs.size());
+  std::vector<uint64_t> words = ptrs;
+  words.push_back(0x5eed);  // the arguments' hash
+  words.push_back(ranges.size());
+  for (const CallAccessEntry& r : ranges) words.insert(words.end(), {r.addr, r.bytes, r.info});
+  chunk_.add_raw(RecordKind::kKernelLaunch, &h, sizeof(h), words.data(), words.size() * sizeof(uint64_t));
+  maybe_flush();
+  return h.correlation;
+}
+
 void TraceBuilder::kernel_access(uint64_t correlation, uint64_t addr, uint64_t bytes, AccessDir dir, uint8_t overflowed) {
   chunk_.add(KernelAccess{correlation, addr, bytes, dir, overflowed, 0, 0});
   maybe_flush();

@@ -68,6 +68,10 @@ class TraceBuilder {
   // (kKernelArgsHash is added to `flags`).
   uint64_t kernel_hashed(uint64_t stream, std::string_view name, const std::vector<uint64_t>& ptrs, uint64_t args_hash,
                          uint32_t flags = kKernelArgsScanned, uint32_t grid_x = 1);
+  // A launch inside a cuBLAS call (1.5): the arguments' hash, then the call's byte ranges
+  // (kKernelArgsHash and kKernelCallAccesses are added to `flags`).
+  uint64_t kernel_in_call(uint64_t stream, std::string_view name, const std::vector<uint64_t>& ptrs,
+                          const std::vector<CallAccessEntry>& ranges, uint32_t flags = kKernelArgsScanned);
   // overflowed: 0 exact, kAccessRegion (or true), kAccessHull (records.h)
   void kernel_access(uint64_t correlation, uint64_t addr, uint64_t bytes, AccessDir dir, uint8_t overflowed = 0);
   uint64_t memcpy(uint64_t stream, uint64_t dst, uint64_t src, uint64_t bytes, CopyKind kind = CopyKind::kDeviceToDevice,

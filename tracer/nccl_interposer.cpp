@@ -14,6 +14,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "tracer/loaded_library.h"
 #include "tracer/self_time.h"
 #include "tracer/thread_state.h"
 #include "tracer/tracer_process.h"
@@ -21,41 +22,21 @@
 namespace streamrace::tracer {
 namespace {
 
-int find_nccl_module(dl_phdr_info* info, size_t, void* data) {
-  std::string_view name = info->dlpi_name ? info->dlpi_name : "";
-  if (name.find("libnccl.so") != std::string_view::npos) {
-    *static_cast<std::string*>(data) = std::string(name);
-    return 1;
-  }
-  return 0;
-}
-
 void* nccl_handle() {
   static std::atomic<void*> handle{nullptr};
   void* h = handle.load(std::memory_order_acquire);
   if (h) return h;
-  h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
-  if (!h) h = dlopen("libnccl.so", RTLD_NOW | RTLD_NOLOAD);
-  if (!h) {
-    std::string path;
-    dl_iterate_phdr(find_nccl_module, &path);
-    if (!path.empty()) h = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
-  }
+  static const char* const kNames[] = {"libnccl.so.2", "libnccl.so"};
+  h = loaded_library(kNames, 2, "libnccl.so");
   if (h) handle.store(h, std::memory_order_release);
   return h;
 }
 
-// The real entry point: `pncclX` in NCCL's own handle, else `ncclX` in that handle (a lookup
-// in a handle starts at that library, so it never comes back to this interposer).
+// The real entry point: `pncclX` in NCCL's own handle, else `ncclX` in that handle.
 void* real_symbol(const char* pname, const char* name) {
   void* h = nccl_handle();
-  if (!h) return nullptr;
-  void* fn = dlsym(h, pname);
-  if (!fn) fn = dlsym(h, name);
-  Dl_info self{}, found{};
-  static const int anchor = 0;
-  if (fn && dladdr(&anchor, &self) && dladdr(fn, &found) && self.dli_fbase == found.dli_fbase) return nullptr;
-  return fn;
+  void* fn = real_symbol_in(h, pname);
+  return fn ? fn : real_symbol_in(h, name);
 }
 
 template <typename F>

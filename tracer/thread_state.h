@@ -6,6 +6,10 @@
 
 #include <cstdint>
 
+namespace streamrace::trace {
+struct CallAccessEntry;
+}
+
 namespace streamrace::tracer {
 
 struct RuntimeScope {
@@ -31,6 +35,11 @@ struct TracerThreadState {
   // runs inside the launch call, and read when the handler writes that launch's record.
   uint64_t precise_correlation = 0;     // the launch with this correlation was patched
   const char* launch_function = nullptr;  // the kernel's (mangled) name, as the launch callback gave it
+  // cuBLAS (tracer/cublas_interposer.cpp): the outermost call's byte ranges, attached to every
+  // kernel the thread launches until the call returns.
+  int blas_depth = 0;
+  const trace::CallAccessEntry* blas_accesses = nullptr;
+  uint32_t blas_access_count = 0;
 };
 
 TracerThreadState& thread_state();

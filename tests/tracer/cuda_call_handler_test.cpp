@@ -339,6 +339,45 @@ TEST_F(HandlerTest, CatKernelsScanOnlyTheInputSlotsTheLaunchUses) {
 // The word after a scanned launch's pointers hashes its scalars: the same scalars with other
 // addresses give the same hash (addresses change from step to step, signatures must not), a
 // different scalar or a different pattern of repeated pointers gives another.
+// A kernel launched inside a cuBLAS call (tracer/cublas_interposer.cpp sets the thread's
+// ranges for the call's duration) carries the call's ranges after its hash; one after it none.
+TEST_F(HandlerTest, KernelsInsideACublasCallCarryItsRanges) {
+  malloc_device(0x7000'0000, 1 << 20);
+  const uint64_t func = 0xB1A5;
+  queries_.layouts[func] = {{0, 8}, {8, 8}};
+  uint64_t a = 0x7000'0000, d = 0x7008'0000;
+  void* args[] = {&a, &d};
+  const trace::CallAccessEntry ranges[] = {{a, 4096, uint64_t(trace::AccessDir::kRead)},
+                                           {d, 2048, uint64_t(trace::AccessDir::kWrite) | trace::kCallAccessHull}};
+  auto& ts = thread_state();
+  ts.blas_depth = 1;
+  ts.blas_accesses = ranges;
+  ts.blas_access_count = 2;
+  cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 4, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 70, "nvjet_sm90_tst");
+  ts.blas_depth = 0;
+  ts.blas_accesses = nullptr;
+  ts.blas_access_count = 0;
+  driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 71, "nvjet_sm90_tst");
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 2u);
+  auto in_call = ks[0].as<trace::KernelLaunchHead>();
+  EXPECT_TRUE(in_call.flags & trace::kKernelCallAccesses);
+  ASSERT_EQ(in_call.nptrs, 2u);
+  ASSERT_EQ(ks[0].body.size(), sizeof(in_call) + (2 + 1 + 1 + 6) * sizeof(uint64_t));
+  std::vector<uint64_t> words((ks[0].body.size() - sizeof(in_call)) / sizeof(uint64_t));
+  std::memcpy(words.data(), ks[0].body.data() + sizeof(in_call), words.size() * sizeof(uint64_t));
+  EXPECT_EQ(words[0], a);
+  EXPECT_EQ(words[1], d);
+  EXPECT_EQ(std::vector<uint64_t>(words.begin() + 3, words.end()),
+            (std::vector<uint64_t>{2, a, 4096, uint64_t(trace::AccessDir::kRead), d, 2048,
+                                   uint64_t(trace::AccessDir::kWrite) | trace::kCallAccessHull}));
+  auto after = ks[1].as<trace::KernelLaunchHead>();
+  EXPECT_FALSE(after.flags & trace::kKernelCallAccesses);
+  EXPECT_EQ(ks[1].body.size(), sizeof(after) + (2 + 1) * sizeof(uint64_t));
+}
+
 TEST_F(HandlerTest, ArgumentsHashKeysTheScalarsNotTheAddresses) {
   malloc_device(0x7000'0000, 1 << 20);
   const uint64_t func = 0xBEE;
