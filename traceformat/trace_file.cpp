@@ -470,24 +470,32 @@ bool TraceReader::next_chunk(const std::function<void(const RecordView&)>& fn) {
   } else if (h.raw_size != h.stored_size) {
     fail(chunk_at, "uncompressed chunk with differing sizes");
   }
-  const uint8_t* p = raw->data();
-  size_t left = raw->size();
-  uint32_t n = 0;
-  while (left > 0) {
-    RecordPrefix rp;
-    if (left < sizeof(rp)) fail(chunk_at, "record framing runs past the chunk");
-    std::memcpy(&rp, p, sizeof(rp));
-    if (left - sizeof(rp) < rp.body_size) fail(chunk_at, "record framing runs past the chunk");
-    fn(RecordView{RecordKind(rp.kind), std::span<const uint8_t>(p + sizeof(rp), rp.body_size)});
-    p += sizeof(rp) + rp.body_size;
-    left -= sizeof(rp) + rp.body_size;
-    ++n;
-  }
+  const std::optional<uint32_t> framed = for_each_framed_record(*raw, fn);
+  if (!framed) fail(chunk_at, "record framing runs past the chunk");
+  const uint32_t n = *framed;
   if (n != h.records) fail(chunk_at, "chunk says " + std::to_string(h.records) + " records, holds " + std::to_string(n));
   ++stats_.chunks;
   stats_.records += n;
   stats_.valid_bytes = offset_;
   return true;
+}
+
+std::optional<uint32_t> for_each_framed_record(std::span<const uint8_t> payload,
+                                               const std::function<void(const RecordView&)>& fn) {
+  const uint8_t* p = payload.data();
+  size_t left = payload.size();
+  uint32_t n = 0;
+  while (left > 0) {
+    RecordPrefix rp;
+    if (left < sizeof(rp)) return std::nullopt;
+    std::memcpy(&rp, p, sizeof(rp));
+    if (left - sizeof(rp) < rp.body_size) return std::nullopt;
+    fn(RecordView{RecordKind(rp.kind), std::span<const uint8_t>(p + sizeof(rp), rp.body_size)});
+    p += sizeof(rp) + rp.body_size;
+    left -= sizeof(rp) + rp.body_size;
+    ++n;
+  }
+  return n;
 }
 
 void TraceReader::for_each(const std::function<void(const RecordView&)>& fn) {
