@@ -267,12 +267,15 @@ void TraceWriter::write_framed(uint32_t flags, std::span<const uint8_t> raw, uin
     // Sized exactly, never doubled (its old bytes are not needed): a chunk a little larger
     // than the last would otherwise leave it twice the size it needs.
     const size_t need = sizeof(ChunkHeader) + ZSTD_compressBound(raw.size());
-    if (scratch_.size() < need) {
-      std::vector<uint8_t>().swap(scratch_);
-      scratch_.resize(need);
+    // Left uninitialised: zstd writes only the compressed bytes (a tenth of the bound, say),
+    // so only their pages are ever touched; zeroing the bound would touch all of them.
+    if (scratch_bytes_ < need) {
+      scratch_.reset();
+      scratch_.reset(new uint8_t[need]);
+      scratch_bytes_ = need;
     }
-    uint8_t* dst = scratch_.data() + sizeof(ChunkHeader);
-    const size_t cap = scratch_.size() - sizeof(ChunkHeader);
+    uint8_t* dst = scratch_.get() + sizeof(ChunkHeader);
+    const size_t cap = scratch_bytes_ - sizeof(ChunkHeader);
     size_t n = cctx_ ? ZSTD_compressCCtx(cctx_.get(), dst, cap, raw.data(), raw.size(), opts_.zstd_level)
                      : ZSTD_compress(dst, cap, raw.data(), raw.size(), opts_.zstd_level);
     if (!ZSTD_isError(n) && n < raw.size()) {
@@ -284,8 +287,8 @@ void TraceWriter::write_framed(uint32_t flags, std::span<const uint8_t> raw, uin
   h.crc = chunk_crc(h, stored.data());
   if (flags & kChunkZstd) {
     // The header goes into the room before the compressed bytes: one write, no copy.
-    std::memcpy(scratch_.data(), &h, sizeof(h));
-    write_all(scratch_.data(), sizeof(h) + stored.size());
+    std::memcpy(scratch_.get(), &h, sizeof(h));
+    write_all(scratch_.get(), sizeof(h) + stored.size());
     return;
   }
   // One write per chunk keeps a concurrent kill from leaving a header without its payload

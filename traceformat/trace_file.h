@@ -135,7 +135,8 @@ class TraceWriter {
   std::string path_;
   WriterOptions opts_;
   uint64_t offset_ = 0;
-  std::vector<uint8_t> scratch_;  // a compressed chunk, after room for its header
+  std::unique_ptr<uint8_t[]> scratch_;  // a compressed chunk, after room for its header
+  size_t scratch_bytes_ = 0;
   // ZSTD_compressCCtx at the level ignores every other setting: the bytes are ZSTD_compress's.
   std::unique_ptr<ZSTD_CCtx_s, ZstdContextFree> cctx_;
 };
