@@ -29,16 +29,13 @@ struct Analyzer::Impl {
 Analyzer::Analyzer(AnalyzerOptions opts) : impl_(std::make_unique<Impl>()) { impl_->opts = std::move(opts); }
 Analyzer::~Analyzer() = default;
 
-// What one trace contributes before it is merged with the others.
-struct Analyzer::Outcome {
-  TraceSummary summary;
-  uint64_t graph_launches = 0;
-  std::vector<Notice> notices;
-  std::vector<Finding> findings;
-  SignatureBook learned;
-};
-
 void Analyzer::add_trace(const std::string& path) { merge(analyze_one(path, impl_->opts, 1)); }
+
+TraceOutcome Analyzer::analyse(const std::string& path, const AnalyzerOptions& opts) {
+  return analyze_one(path, opts, 1);
+}
+
+void Analyzer::add_outcome(TraceOutcome&& o) { merge(std::move(o)); }
 
 void Analyzer::add_traces(const std::vector<std::string>& paths, unsigned jobs,
                           const std::function<void(size_t)>& done) {
@@ -55,7 +52,7 @@ void Analyzer::add_traces(const std::vector<std::string>& paths, unsigned jobs,
   }
   AnalyzerOptions opts = impl_->opts;
   opts.progress = nullptr;  // per-chunk progress from several threads would interleave
-  std::vector<std::optional<Outcome>> outcomes(paths.size());
+  std::vector<std::optional<TraceOutcome>> outcomes(paths.size());
   std::vector<std::exception_ptr> errors(paths.size());
   std::atomic<size_t> next{0};
   std::mutex done_mu;
@@ -81,7 +78,7 @@ void Analyzer::add_traces(const std::vector<std::string>& paths, unsigned jobs,
   }
 }
 
-Analyzer::Outcome Analyzer::analyze_one(const std::string& path, const AnalyzerOptions& opts, unsigned workers) {
+TraceOutcome Analyzer::analyze_one(const std::string& path, const AnalyzerOptions& opts, unsigned workers) {
   if (workers > 1) {
     std::error_code ec;
     const uint64_t bytes = fs::file_size(path, ec);
@@ -89,10 +86,10 @@ Analyzer::Outcome Analyzer::analyze_one(const std::string& path, const AnalyzerO
   }
   TraceAnalysis ta(path, opts);
   ta.run();
-  return Outcome{ta.summary(), ta.graph_launches(), ta.notices(), ta.take_findings(), ta.learned_signatures()};
+  return TraceOutcome{ta.summary(), ta.graph_launches(), ta.notices(), ta.take_findings(), ta.learned_signatures()};
 }
 
-Analyzer::Outcome Analyzer::analyze_split(const std::string& path, const AnalyzerOptions& opts, unsigned workers) {
+TraceOutcome Analyzer::analyze_split(const std::string& path, const AnalyzerOptions& opts, unsigned workers) {
   // Every worker reads the whole trace and replays its happens-before state; each checks
   // the accesses of its own allocations. Worker 0 reports progress, notices and the summary
   // (the same in all), and gathers the findings.
@@ -127,11 +124,11 @@ Analyzer::Outcome Analyzer::analyze_split(const std::string& path, const Analyze
   std::vector<const TraceAnalysis*> all;
   for (const auto& p : parts) all.push_back(p.get());
   parts[0]->merge_workers(all);
-  return Outcome{parts[0]->summary(), parts[0]->graph_launches(), parts[0]->notices(), parts[0]->take_findings(),
+  return TraceOutcome{parts[0]->summary(), parts[0]->graph_launches(), parts[0]->notices(), parts[0]->take_findings(),
                  parts[0]->learned_signatures()};
 }
 
-void Analyzer::merge(Outcome&& o) {
+void Analyzer::merge(TraceOutcome&& o) {
   auto& r = impl_->result;
   r.records += o.summary.records;
   r.accesses += o.summary.accesses;

@@ -62,6 +62,17 @@ struct AnalyzerOptions {
   std::shared_ptr<const SignatureBook> signatures;
 };
 
+// What one trace contributes to an Analyzer before it is merged with the others' findings:
+// made by Analyzer::analyse (from the file) or FedTrace (from records handed in), on any
+// thread, and merged with Analyzer::add_outcome.
+struct TraceOutcome {
+  TraceSummary summary;
+  uint64_t graph_launches = 0;
+  std::vector<Notice> notices;
+  std::vector<Finding> findings;
+  SignatureBook learned;
+};
+
 class Analyzer {
  public:
   explicit Analyzer(AnalyzerOptions opts = {});
@@ -77,6 +88,11 @@ class Analyzer {
   // when more than one trace is analysed at once).
   void add_traces(const std::vector<std::string>& paths, unsigned jobs,
                   const std::function<void(size_t)>& done = {});
+  // One trace analysed on the calling thread, apart from any Analyzer; add_outcome of it
+  // gives what add_trace(path) gives. Throws trace::TraceError on unreadable input.
+  static TraceOutcome analyse(const std::string& path, const AnalyzerOptions& opts);
+  // Merges one trace's outcome as add_trace merges the trace's (in the order of the add calls).
+  void add_outcome(TraceOutcome&& o);
   // Adds a result analysed elsewhere (a findings document of one rank or shard, read with
   // result_from_json) as if its traces had been added here: its traces, notices and counts
   // are appended and its findings merged by fingerprint exactly as traces' findings are.
@@ -90,11 +106,10 @@ class Analyzer {
 
  private:
   struct Impl;
-  struct Outcome;
   // One trace, split over `workers` threads when it is large enough (1: never).
-  static Outcome analyze_one(const std::string& path, const AnalyzerOptions& opts, unsigned workers);
-  static Outcome analyze_split(const std::string& path, const AnalyzerOptions& opts, unsigned workers);
-  void merge(Outcome&& o);
+  static TraceOutcome analyze_one(const std::string& path, const AnalyzerOptions& opts, unsigned workers);
+  static TraceOutcome analyze_split(const std::string& path, const AnalyzerOptions& opts, unsigned workers);
+  void merge(TraceOutcome&& o);
   void merge_findings(std::vector<Finding>&& findings);
   std::unique_ptr<Impl> impl_;
 };

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
 #include <unordered_set>
 
@@ -58,20 +59,8 @@ const std::string& TraceAnalysis::str(uint32_t id) const { return dict_->str(id)
 
 void TraceAnalysis::run() {
   CallStream stream(path_);
-  const TraceHeader& h = stream.header();
-  summary_.path = path_;
-  summary_.host = h.host;
-  summary_.pid = h.pid;
-  summary_.rank = h.rank;
-  summary_.capture_status = h.capture_status;
-  summary_.mode = h.mode;
-  if (h.mode == "precise") collect_precise_accesses();
-  if (h.capture_status != "ok")
-    notices_.push_back({"error", path_,
-                        "CUDA calls were not captured in this process (" + h.capture_status +
-                            "): its trace cannot show races; free the CUPTI slot (Nsight, the PyTorch profiler or "
-                            "compute-sanitizer hold it) and run again"});
-  dict_ = &stream.dictionary();
+  if (stream.header().mode == "precise") collect_precise_accesses();
+  start(stream);
   RecordObserver* observer = opts_.observe_records ? opts_.observe_records(path_) : nullptr;
   try {
     if (observer)
@@ -86,6 +75,35 @@ void TraceAnalysis::run() {
   } catch (const StreamLimitError& e) {
     throw TraceError(fmt::format("{}: chunk at offset {}: {}", path_, stream.chunk_offset(), e.what()));
   }
+  finish(stream, observer);
+}
+
+void TraceAnalysis::begin(const CallStream& stream) {
+  if (stream.header().mode == "precise")
+    throw std::invalid_argument(path_ + ": a precise-mode trace is analysed from its file (its pre-pass reads it twice)");
+  start(stream);
+}
+
+void TraceAnalysis::end(CallStream& stream) { finish(stream, nullptr); }
+
+void TraceAnalysis::start(const CallStream& stream) {
+  const TraceHeader& h = stream.header();
+  summary_.path = path_;
+  summary_.host = h.host;
+  summary_.pid = h.pid;
+  summary_.rank = h.rank;
+  summary_.capture_status = h.capture_status;
+  summary_.mode = h.mode;
+  if (h.capture_status != "ok")
+    notices_.push_back({"error", path_,
+                        "CUDA calls were not captured in this process (" + h.capture_status +
+                            "): its trace cannot show races; free the CUPTI slot (Nsight, the PyTorch profiler or "
+                            "compute-sanitizer hold it) and run again"});
+  dict_ = &stream.dictionary();
+}
+
+void TraceAnalysis::finish(CallStream& stream, RecordObserver* observer) {
+  const TraceHeader& h = stream.header();
   // A trace cut before its first chunk was whole has nothing to judge: no verdict, never clean.
   if (stream.read_stats().chunks == 0)
     throw TraceError(fmt::format("{}: holds no whole chunk of records (the file ends at offset {}{}): no verdict",

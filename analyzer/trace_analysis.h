@@ -29,6 +29,13 @@ class TraceAnalysis {
   // Reads and analyses the whole file. Throws trace::TraceError on unreadable input, and
   // ShardSplitUnsupported when the split cannot give the unsplit result.
   void run();
+  // The same analysis of a stream driven from outside (records handed in as a trace is
+  // written, analyzer/fed_trace.h): begin() before its first record, record() for each record
+  // it hands out, end() once it has handed out the last. Not for precise-mode traces, whose
+  // pre-pass reads the file before the main pass (std::invalid_argument).
+  void begin(const trace::CallStream& stream);
+  void record(const trace::RecordView& r) { dispatch(r); }
+  void end(trace::CallStream& stream);
   // On worker 0, after every worker's run(): makes this worker's findings exactly those of
   // one unsplit analysis of the trace (the rest of its state already is).
   void merge_workers(const std::vector<const TraceAnalysis*>& workers);
@@ -100,6 +107,10 @@ class TraceAnalysis {
   };
 
   void collect_precise_accesses();
+  // run()'s and begin()/end()'s parts: the header's facts before the first record; the
+  // stream's stats, warnings and the notices once it is read (observer->end() among them).
+  void start(const trace::CallStream& stream);
+  void finish(trace::CallStream& stream, trace::RecordObserver* observer);
   void dispatch(const trace::RecordView& r);
   void on_memcpy(const trace::Memcpy& m);
   void on_memset(const trace::Memset& m);

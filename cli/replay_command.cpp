@@ -204,10 +204,11 @@ std::string simulate_trace(const std::string& path, uint64_t records, const Trac
   if (records > kSimulateRecords)
     return fmt::format("not simulated ({} records, more than the {} a lift may hold)", records, kSimulateRecords);
   try {
-    auto lifted = lift_trace(path);
-    // Told before the simulator copies and checks the schedule (a recording's takes a while).
-    if (uint64_t cells = StreamSimulator::cells_needed(lifted.schedule); cells > kSimulateCells)
+    // Sized from the schedule's shape alone before the whole schedule is lifted (a recording's
+    // lift takes a while, most of it labels and stacks, and the simulator refuses most).
+    if (uint64_t cells = StreamSimulator::cells_needed(lift_trace_shape(path).schedule); cells > kSimulateCells)
       return fmt::format("not simulated ({} cells)", cells);
+    auto lifted = lift_trace(path);
     StreamSimulator sim(lifted.schedule);
     if (sim.cells() <= 4096) {
       auto r = sim.search(0, SearchLimits{500'000, true});

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "analyzer/analyzer.h"
 #include "analyzer/finding.h"
 #include "replay/schedule.h"
 #include "replay/trace_emitter.h"
@@ -28,6 +30,13 @@ struct AnalyzerVerdict {
 // on it). `observe` (AnalyzerOptions::observe_records), if set, is handed each trace's records.
 AnalyzerVerdict analyze_traces(const std::vector<std::string>& paths,
                                const std::function<trace::RecordObserver*(const std::string&)>& observe = {});
+// The options analyze_traces analyses with: every racing pair kept, for the fix edits.
+analysis::AnalyzerOptions verdict_options();
+// analyze_traces(paths) where analysed[i], when set, is already trace i's outcome under
+// verdict_options() (analysed from its chunks as it was written, analysis::FedTrace): only
+// the others are read (in parallel). The same verdict as analyze_traces(paths).
+AnalyzerVerdict verdict_of(const std::vector<std::string>& paths,
+                           std::vector<std::optional<analysis::TraceOutcome>>&& analysed);
 // Writes schedule r as dir/rank<r>.srace (dir is created) and analyzes them together.
 AnalyzerVerdict analyze_schedules(const std::vector<Schedule>& ranks, const std::string& dir,
                                   const EmitOptions& opts = {});

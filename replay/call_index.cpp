@@ -48,15 +48,20 @@ void CallIndex::widen() {
 
 void CallIndex::record(const RecordView& r) {
   if (keep_limit_ && !kept_dropped_) {
-    if (kept_.size() + 4 + r.body.size() > keep_limit_ || r.body.size() > 0xFFFF) {
-      std::vector<uint8_t>().swap(kept_);
+    const uint16_t head[2] = {uint16_t(r.kind), uint16_t(r.body.size())};
+    const size_t bytes = sizeof(head) + r.body.size();
+    if (kept_bytes_ + bytes > keep_limit_ || r.body.size() > 0xFFFF) {
+      std::vector<KeptBlock>().swap(kept_);
+      kept_bytes_ = 0;
       kept_dropped_ = true;
     } else {
-      const uint16_t head[2] = {uint16_t(r.kind), uint16_t(r.body.size())};
-      const size_t at = kept_.size();
-      kept_.resize(at + sizeof(head) + r.body.size());
-      std::memcpy(kept_.data() + at, head, sizeof(head));
-      if (!r.body.empty()) std::memcpy(kept_.data() + at + sizeof(head), r.body.data(), r.body.size());
+      if (kept_.empty() || kept_.back().used + bytes > kKeptBlockBytes)
+        kept_.push_back(KeptBlock{std::unique_ptr<uint8_t[]>(new uint8_t[kKeptBlockBytes]), 0});
+      KeptBlock& b = kept_.back();
+      std::memcpy(b.bytes.get() + b.used, head, sizeof(head));
+      if (!r.body.empty()) std::memcpy(b.bytes.get() + b.used + sizeof(head), r.body.data(), r.body.size());
+      b.used += bytes;
+      kept_bytes_ += bytes;
     }
   }
   switch (r.kind) {
@@ -122,13 +127,14 @@ void CallIndex::end(const CallStream& stream) {
 }
 
 void CallIndex::for_each_record(const std::function<void(const RecordView&)>& fn) const {
-  for (size_t at = 0; at < kept_.size();) {
-    uint16_t head[2];
-    std::memcpy(head, kept_.data() + at, sizeof(head));
-    at += sizeof(head);
-    fn(RecordView{RecordKind(head[0]), std::span<const uint8_t>(kept_.data() + at, head[1])});
-    at += head[1];
-  }
+  for (const KeptBlock& b : kept_)
+    for (size_t at = 0; at < b.used;) {
+      uint16_t head[2];
+      std::memcpy(head, b.bytes.get() + at, sizeof(head));
+      at += sizeof(head);
+      fn(RecordView{RecordKind(head[0]), std::span<const uint8_t>(b.bytes.get() + at, head[1])});
+      at += head[1];
+    }
 }
 
 std::optional<size_t> CallIndex::code_index(uint64_t seq) const {

@@ -124,8 +124,16 @@ class CallIndex final : public trace::RecordObserver {
   std::vector<uint64_t> high_events_;
   std::vector<std::pair<std::string, uint32_t>> fix_strings_;
   std::vector<std::string> warnings_;
-  // Kept records, each as u16 kind, u16 body size, body (records are at most 0xFFFF bytes).
-  std::vector<uint8_t> kept_;
+  // Kept records, each as u16 kind, u16 body size, body (records are at most 0xFFFF bytes),
+  // in blocks of kKeptBlockBytes that no record straddles: no copy while they grow, and
+  // pages only touched as records fill them (a doubling vector copied and touched twice as much).
+  static constexpr size_t kKeptBlockBytes = 256u << 10;
+  struct KeptBlock {
+    std::unique_ptr<uint8_t[]> bytes;  // uninitialised past `used`
+    size_t used = 0;
+  };
+  std::vector<KeptBlock> kept_;
+  size_t kept_bytes_ = 0;  // over all blocks
   size_t keep_limit_ = 0;
   bool kept_dropped_ = false;
   uint64_t ncalls_ = 0, last_seq_ = 0;

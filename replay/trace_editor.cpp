@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "analyzer/fed_trace.h"
 #include "traceformat/call_stream.h"
 
 #ifdef __GLIBC__
@@ -98,7 +99,7 @@ void TraceEditor::add_edit(const analysis::FixEdit& edit) {
   ++waits_;
 }
 
-uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
+TraceHeader TraceEditor::edited_header() const {
   TraceHeader h = index_.header();
   uint64_t prior = 0;
   if (auto it = h.extra.find(kEditsKey); it != h.extra.end()) prior = std::strtoull(it->second.c_str(), nullptr, 10);
@@ -106,7 +107,11 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   if (auto cut = h.producer.find(kEditedTag); cut != std::string::npos) h.producer.resize(cut);
   h.producer += fmt::format("{}{} fix edits)", kEditedTag, total);
   h.extra[kEditsKey] = std::to_string(total);
+  return h;
+}
 
+uint64_t TraceEditor::write(const std::string& path, WriterOptions opts, const ChunkSink& sink) const {
+  const TraceHeader h = edited_header();
   // The records as the analysis read them when the index kept them (a small trace), else
   // the trace read again.
   std::optional<CallStream> source;
@@ -120,7 +125,7 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   std::optional<TraceWriter> writer;
   writer.emplace(path, h, opts);
   try {
-    return write_records(each, *writer);
+    return write_records(each, *writer, sink);
   } catch (...) {
     writer.reset();  // what was written is no trace: removed
     std::error_code ec;
@@ -129,7 +134,7 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts) const {
   }
 }
 
-uint64_t TraceEditor::write_records(const RecordSource& source, TraceWriter& w) const {
+uint64_t TraceEditor::write_records(const RecordSource& source, TraceWriter& w, const ChunkSink& sink) const {
   // Every pair's insertions, in trace order.
   struct {
     std::vector<uint64_t> records, waits;
@@ -147,11 +152,14 @@ uint64_t TraceEditor::write_records(const RecordSource& source, TraceWriter& w) 
   ChunkBuilder chunk;
   chunk.reserve((1u << 20) + (256u << 10));
   uint64_t written = 0;
+  auto emit = [&]() {
+    const uint64_t at = w.bytes_written();
+    w.write_chunk(chunk);
+    if (sink) sink(at, chunk.payload(), chunk.records());
+    chunk.clear();
+  };
   auto maybe_flush = [&]() {
-    if (chunk.bytes() >= (1u << 20)) {
-      w.write_chunk(chunk);
-      chunk.clear();
-    }
+    if (chunk.bytes() >= (1u << 20)) emit();
   };
   // API names of the inserted calls (reused when an earlier round defined them).
   uint32_t next_string = index_.next_string();
@@ -245,7 +253,7 @@ uint64_t TraceEditor::write_records(const RecordSource& source, TraceWriter& w) 
   if (next_wait != p.waits.size() || next_record != p.records.size())
     throw TraceError(fmt::format("{}: the trace no longer holds the calls its index named ({} of {} edits placed)",
                                  index_.path(), next_wait + next_record, edits()));
-  if (!chunk.empty()) w.write_chunk(chunk);
+  if (!chunk.empty()) emit();
   w.close();
   return written;
 }
@@ -274,13 +282,16 @@ struct TraceEditOutcome {
   std::string written;  // the edited trace, when there were edits
   std::vector<std::string> warnings;
   std::vector<std::string> unfixable;  // fingerprints whose own fix does not fit the trace
+  // The edited trace's analysis, made from its chunks as they were written (see `analyse`).
+  std::optional<analysis::TraceOutcome> analysed;
 };
 
 // `index`: the trace's CallIndex, built while the analysis read it; without one the editor
-// reads the trace for its own.
+// reads the trace for its own. `analyse`: also analyse the edited trace from the chunks the
+// editor writes (analysis::FedTrace), unless it is a precise-mode trace.
 TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex>&& index, const std::string& out,
                                 const std::vector<analysis::Finding*>& findings, bool one_per_round,
-                                bool first_round) {
+                                bool first_round, bool analyse) {
   TraceEditOutcome o;
   TraceEditor ed = index ? TraceEditor(std::move(*index)) : TraceEditor(path);
   index.reset();
@@ -353,7 +364,16 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
   if (first_round)
     for (const auto& w : ed.warnings()) o.warnings.push_back(w);
   fs::remove(out);
-  ed.write(out);
+  const TraceHeader header = ed.edited_header();
+  if (analyse && analysis::FedTrace::supports(header)) {
+    analysis::FedTrace fed(out, header, verdict_options());
+    ed.write(out, {}, [&fed](uint64_t at, std::span<const uint8_t> payload, uint32_t records) {
+      fed.chunk(at, payload, records);
+    });
+    o.analysed = fed.finish(fs::file_size(out));
+  } else {
+    ed.write(out);
+  }
   o.edits = ed.edits();
   o.events = ed.events();
   o.records = ed.records();
@@ -455,7 +475,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
               (fs::path(opts.out_dir) / fmt::format("{}.round{}.srace", fs::path(traces[t]).stem().string(), round + 1))
                   .string();
           outcomes[i] = edit_one_trace(cur[t], std::move(indexes[t]), out, *work[i].second,
-                                       opts.one_occurrence_per_round, round == 0);
+                                       opts.one_occurrence_per_round, round == 0, !opts.read_back_edited);
         } catch (...) {
           errors[i] = std::current_exception();
         }
@@ -471,6 +491,7 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       if (e) std::rethrow_exception(e);
     return_free_memory();
     bool edited = false;
+    std::vector<std::optional<analysis::TraceOutcome>> analysed(cur.size());
     for (size_t i = 0; i < work.size(); ++i) {
       const size_t t = work[i].first;
       auto& o = outcomes[i];
@@ -483,13 +504,15 @@ RecordFixResult apply_record_fixes(const std::vector<std::string>& traces, const
       res.traces[t].events += o.events;
       res.traces[t].records += o.records;
       res.traces[t].waits += o.waits;
+      analysed[t] = std::move(o.analysed);
       edited = true;
     }
     if (!edited) break;
     ++res.rounds;
     for (auto& i : indexes) i.reset();
     later.reset();
-    later = analyze_traces(cur);
+    // The edited traces were analysed as they were written; the others are read.
+    later = verdict_of(cur, std::move(analysed));
     if (opts.progress) opts.progress(res.rounds, occurrences_left(*later), total_occurrences);
   }
   // `v` is the analysis of `cur`: the final traces are `cur` under their final names, so it is

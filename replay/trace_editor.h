@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -62,9 +63,16 @@ class TraceEditor {
   size_t waits() const { return waits_; }
   size_t events() const { return pairs_.size(); }
 
+  // Each chunk of the edited trace as it is written: its offset in the file, its uncompressed
+  // payload and its record count (what trace::TraceWriter::write_chunk was given).
+  using ChunkSink = std::function<void(uint64_t offset, std::span<const uint8_t> payload, uint32_t records)>;
   // Writes the edited trace to `path` (created exclusively), reading the source trace again
-  // (throws trace::TraceError if it no longer reads as it did). Returns the records written.
-  uint64_t write(const std::string& path, trace::WriterOptions opts = {}) const;
+  // (throws trace::TraceError if it no longer reads as it did), with edited_header(). `sink`,
+  // if set, sees every chunk right after it is written (apply_record_fixes analyses the edited
+  // trace from them). Returns the records written.
+  uint64_t write(const std::string& path, trace::WriterOptions opts = {}, const ChunkSink& sink = {}) const;
+  // The edited trace's header: the source's, its producer and edit count saying it was edited.
+  trace::TraceHeader edited_header() const;
 
   const trace::TraceHeader& header() const { return index_.header(); }
   bool has_stream(uint64_t handle) const { return index_.has_stream(handle); }
@@ -91,7 +99,7 @@ class TraceEditor {
   // Hands each record of the trace, in the analyzer's order, to its argument.
   using RecordSource = std::function<void(const std::function<void(const trace::RecordView&)>&)>;
   // Copies the source's records to `w` with the edits inserted; returns the records written.
-  uint64_t write_records(const RecordSource& source, trace::TraceWriter& w) const;
+  uint64_t write_records(const RecordSource& source, trace::TraceWriter& w, const ChunkSink& sink) const;
 
   CallIndex index_;
   std::vector<StreamPair> pairs_;
@@ -117,6 +125,10 @@ struct RecordFixOptions {
   // (one analysis per occurrence on a trace whose edits order nothing else).
   bool one_occurrence_per_round = false;
   bool keep_rounds = false;  // keep every round's traces (<stem>.round<N>.srace)
+  // Analyse the edited traces by reading their files back, as before the editors handed
+  // their chunks to the analysis as they wrote them (analysis::FedTrace; the same verdict:
+  // tests compare the two). Precise-mode traces are always read back.
+  bool read_back_edited = false;
   // Called once the input is analysed and after each round's analysis: the rounds done, and
   // the targeted findings' occurrences still there against those of the input.
   std::function<void(uint32_t rounds, uint64_t left, uint64_t total)> progress;

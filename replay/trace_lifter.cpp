@@ -41,7 +41,8 @@ const char* alloc_name(trace::AllocKind k) {
 
 class Lifter {
  public:
-  explicit Lifter(const std::string& path) : path_(path) {}
+  // `shape_only`: see lift_trace_shape.
+  Lifter(const std::string& path, bool shape_only) : path_(path), shape_only_(shape_only) {}
 
   LiftResult run() {
     trace::CallStream reader(path_);
@@ -122,10 +123,12 @@ class Lifter {
     Action a;
     a.kind = kind;
     a.stream = st;
-    a.label = std::move(label);
-    a.api = str(c.api_id);
     a.source_seq = c.seq;
-    if (const auto* st = sites(c.stack_id)) a.stack = *st;
+    if (!shape_only_) {
+      a.label = std::move(label);
+      a.api = str(c.api_id);
+      if (const auto* st = sites(c.stack_id)) a.stack = *st;
+    }
     s_.actions.push_back(std::move(a));
     return s_.actions.back();
   }
@@ -147,21 +150,21 @@ class Lifter {
         auto c = r.as<EventRecord>();
         auto& a = add(ActionKind::kEventRecord, c.call, stream(c.stream), "");
         a.event = event(c.event);
-        a.label = "record " + s_.events[a.event];
+        if (!shape_only_) a.label = "record " + s_.events[a.event];
         break;
       }
       case RecordKind::kStreamWaitEvent: {
         auto c = r.as<StreamWaitEvent>();
         auto& a = add(ActionKind::kStreamWait, c.call, stream(c.stream), "");
         a.event = event(c.event);
-        a.label = s_.streams[a.stream].name + " waits on " + s_.events[a.event];
+        if (!shape_only_) a.label = s_.streams[a.stream].name + " waits on " + s_.events[a.event];
         break;
       }
       case RecordKind::kEventSynchronize: {
         auto c = r.as<EventSynchronize>();
         auto& a = add(ActionKind::kEventSync, c.call, kNone, "");
         a.event = event(c.event);
-        a.label = "host waits for " + s_.events[a.event];
+        if (!shape_only_) a.label = "host waits for " + s_.events[a.event];
         break;
       }
       case RecordKind::kEventQuery: {
@@ -169,7 +172,7 @@ class Lifter {
         if (c.result != 0) break;  // only a successful query orders anything
         auto& a = add(ActionKind::kEventSync, c.call, kNone, "");
         a.event = event(c.event);
-        a.label = "host saw " + s_.events[a.event] + " complete";
+        if (!shape_only_) a.label = "host saw " + s_.events[a.event] + " complete";
         break;
       }
       case RecordKind::kStreamSynchronize: {
@@ -202,9 +205,11 @@ class Lifter {
         // cudaFree and friends synchronise the device.
         // The action keeps the pointer so that writing the schedule back frees it again.
         if (c.kind == AllocKind::kDevice || c.kind == AllocKind::kHostPinned || c.kind == AllocKind::kManaged) {
-          auto& a = add(ActionKind::kDeviceSync, c.call, kNone, fmt::format("free 0x{:x}", c.ptr));
-          if (a.api.empty()) a.api = "cudaFree";
-          a.kernel_ptrs = {c.ptr};
+          auto& a = add(ActionKind::kDeviceSync, c.call, kNone, shape_only_ ? "" : fmt::format("free 0x{:x}", c.ptr));
+          if (!shape_only_) {
+            if (a.api.empty()) a.api = "cudaFree";
+            a.kernel_ptrs = {c.ptr};
+          }
         }
         break;
       }
@@ -215,7 +220,8 @@ class Lifter {
         uint64_t n = std::min(src->bytes, dst->bytes);
         src->bytes = dst->bytes = n;
         auto& a = add(ActionKind::kCopy, c.call, stream(c.stream),
-                      fmt::format("memcpy {} -> {}", s_.buffers[src->buffer].name, s_.buffers[dst->buffer].name));
+                      shape_only_ ? ""
+                                  : fmt::format("memcpy {} -> {}", s_.buffers[src->buffer].name, s_.buffers[dst->buffer].name));
         a.reads = {*src};
         a.writes = {*dst};
         a.host_blocking = !c.is_async;
@@ -235,10 +241,11 @@ class Lifter {
         auto tail = r.tail<KernelLaunchHead>();
         std::vector<uint64_t> ptrs(std::min<size_t>(h.nptrs, tail.size() / 8));
         if (!ptrs.empty()) std::memcpy(ptrs.data(), tail.data(), ptrs.size() * 8);
-        std::string name = str(h.name_id);
-        auto& a = add(ActionKind::kCompute, h.call, stream(h.stream), "kernel " + name);
-        a.api = name;
-        a.kernel_ptrs = ptrs;
+        auto& a = add(ActionKind::kCompute, h.call, stream(h.stream), shape_only_ ? "" : "kernel " + str(h.name_id));
+        if (!shape_only_) {
+          a.api = str(h.name_id);
+          a.kernel_ptrs = ptrs;
+        }
         if (h.flags & kKernelPrecise) {
           kernel_by_corr_[h.correlation] = s_.actions.size() - 1;
         } else {
@@ -318,12 +325,13 @@ class Lifter {
     }
     // Other NCCL calls: an exact but opaque op on the stream (reads send, writes receive).
     auto& a = add(ActionKind::kCompute, c.call, stream(c.stream), label);
-    a.api = trace::nccl_op_name(c.op);
+    if (!shape_only_) a.api = trace::nccl_op_name(c.op);
     if (send) a.reads.push_back(*send);
     if (recv) a.writes.push_back(*recv);
   }
 
   std::string path_;
+  bool shape_only_;
   Schedule s_;
   LiftResult res_;
   const trace::TraceDictionary* dict_ = nullptr;
@@ -337,6 +345,8 @@ class Lifter {
 
 }  // namespace
 
-LiftResult lift_trace(const std::string& path) { return Lifter(path).run(); }
+LiftResult lift_trace(const std::string& path) { return Lifter(path, false).run(); }
+
+LiftResult lift_trace_shape(const std::string& path) { return Lifter(path, true).run(); }
 
 }  // namespace streamrace::replay

@@ -18,5 +18,11 @@ struct LiftResult {
 
 // Throws trace::TraceError for an unreadable trace.
 LiftResult lift_trace(const std::string& path);
+// The same lift without what only a reader of the schedule needs: its streams, events,
+// buffers and every action's kind, stream, event and byte ranges are lift_trace's, but no
+// action has a label, API name, call stack or kernel pointers. Several times cheaper (most of
+// a lift is those strings and stacks, allocated and freed once per action), and enough to
+// size the schedule (StreamSimulator::cells_needed gives what it gives for lift_trace's).
+LiftResult lift_trace_shape(const std::string& path);
 
 }  // namespace streamrace::replay

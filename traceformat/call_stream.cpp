@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 
 namespace streamrace::trace {
 
@@ -152,12 +153,15 @@ GraphEditParts graph_edit_parts(const RecordView& r) {
   return p;
 }
 
-CallStream::CallStream(const std::string& path) : reader_(path) {}
+CallStream::CallStream(const std::string& path) { reader_.emplace(path); }
+
+CallStream::CallStream(std::string path, TraceHeader header)
+    : fed_path_(std::move(path)), fed_header_(std::move(header)) {}
 
 void CallStream::check(const RecordView& r) {
   const size_t fixed = record_fixed_size(r.kind);
   auto bad = [&](const std::string& what) {
-    throw TraceError(fmt::format("{}: chunk at offset {}: {} record: {}", path(), reader_.chunk_offset(),
+    throw TraceError(fmt::format("{}: chunk at offset {}: {} record: {}", path(), chunk_offset(),
                                  record_kind_name(r.kind), what));
   };
   if (r.body.size() < fixed)
@@ -304,9 +308,36 @@ void CallStream::accept(const RecordView& r, const std::function<void(const Reco
 
 void CallStream::for_each(const std::function<void(const RecordView&)>& fn,
                           const std::function<void(uint64_t, uint64_t)>& progress) {
+  if (!reader_) throw std::logic_error(fed_path_ + ": a handed-in stream is read by feed_chunk, not for_each");
   auto one = [&](const RecordView& r) { accept(r, fn); };
-  while (reader_.next_chunk(one))
-    if (progress) progress(reader_.stats().valid_bytes, reader_.file_size());
+  while (reader_->next_chunk(one))
+    if (progress) progress(reader_->stats().valid_bytes, reader_->file_size());
+  flush_pending(fn);
+}
+
+void CallStream::feed_chunk(uint64_t offset, std::span<const uint8_t> payload, uint32_t records,
+                            const std::function<void(const RecordView&)>& fn) {
+  // The writer writes no empty chunk; the reader would count one like any other.
+  fed_chunk_offset_ = offset;
+  const std::optional<uint32_t> n = for_each_framed_record(payload, [&](const RecordView& r) { accept(r, fn); });
+  if (!n || *n != records)
+    throw TraceError(fmt::format("{}: chunk at offset {}: {}", fed_path_, offset,
+                                 n ? fmt::format("chunk says {} records, holds {}", records, *n)
+                                   : std::string("record framing runs past the chunk")));
+  ++fed_stats_.chunks;
+  fed_stats_.records += *n;
+}
+
+void CallStream::feed_end(uint64_t file_bytes, const std::function<void(const RecordView&)>& fn) {
+  // The end-of-trace marker is a chunk of no records.
+  ++fed_stats_.chunks;
+  fed_stats_.complete = true;
+  fed_stats_.valid_bytes = file_bytes;
+  fed_chunk_offset_ = file_bytes;
+  flush_pending(fn);
+}
+
+void CallStream::flush_pending(const std::function<void(const RecordView&)>& fn) {
   // Whatever still waits for a seq that never came runs in order now.
   if (!pending_.empty()) {
     stats_.seq_gaps += pending_.begin()->first - next_seq_;
@@ -320,7 +351,8 @@ void CallStream::for_each(const std::function<void(const RecordView&)>& fn,
 }
 
 std::vector<std::string> CallStream::warnings() const {
-  std::vector<std::string> out = reader_.warnings();
+  // A handed-in stream is a whole file (its end marker written): the reader would warn of nothing.
+  std::vector<std::string> out = reader_ ? reader_->warnings() : std::vector<std::string>{};
   if (stats_.seq_gaps)
     out.push_back(fmt::format("{} call records are missing from the sequence (records lost?)", stats_.seq_gaps));
   if (stats_.duplicates)

@@ -85,17 +85,22 @@ class CallStream {
  public:
   // Opens `path` and reads its header. Throws TraceError for foreign or corrupt input.
   explicit CallStream(const std::string& path);
+  // A stream whose chunks are handed in as they are written instead of read (`replay trace`
+  // analyses the traces it edits this way): `path` and `header` are those of the file being
+  // written. feed_chunk() and feed_end() then hand out exactly what for_each on the finished
+  // file would: the same checks, dictionary, order, stats and warnings.
+  CallStream(std::string path, TraceHeader header);
 
-  const std::string& path() const { return reader_.path(); }
-  const TraceHeader& header() const { return reader_.header(); }
+  const std::string& path() const { return reader_ ? reader_->path() : fed_path_; }
+  const TraceHeader& header() const { return reader_ ? reader_->header() : fed_header_; }
   const TraceDictionary& dictionary() const { return dict_; }
   // Hands the dictionary over (after for_each) to a consumer that outlives the stream.
   TraceDictionary release_dictionary() { return std::move(dict_); }
-  const ReadStats& read_stats() const { return reader_.stats(); }
+  const ReadStats& read_stats() const { return reader_ ? reader_->stats() : fed_stats_; }
   const CallStreamStats& stats() const { return stats_; }
-  uint64_t file_size() const { return reader_.file_size(); }
+  uint64_t file_size() const { return reader_ ? reader_->file_size() : fed_stats_.valid_bytes; }
   // File offset of the chunk whose records for_each is handing out.
-  uint64_t chunk_offset() const { return reader_.chunk_offset(); }
+  uint64_t chunk_offset() const { return reader_ ? reader_->chunk_offset() : fed_chunk_offset_; }
 
   // Hands every record to `fn` in call order (see above). Definitions enter the dictionary
   // before `fn` sees them. Throws TraceError naming the file, offset and field for a body
@@ -103,6 +108,14 @@ class CallStream {
   // called after each chunk with the bytes read so far and the file size.
   void for_each(const std::function<void(const RecordView&)>& fn,
                 const std::function<void(uint64_t, uint64_t)>& progress = {});
+  // A handed-in stream's next chunk (TraceWriter::write_chunk's): its uncompressed payload,
+  // its record count and its offset in the file; its records go to `fn` as for_each would
+  // hand them out. Throws TraceError as for_each does.
+  void feed_chunk(uint64_t offset, std::span<const uint8_t> payload, uint32_t records,
+                  const std::function<void(const RecordView&)>& fn);
+  // After the last chunk: the end-of-trace marker TraceWriter::close() writes, and the
+  // finished file's size. Hands out any call still waiting for a seq that never came.
+  void feed_end(uint64_t file_bytes, const std::function<void(const RecordView&)>& fn);
 
   // Reader warnings (truncation, missing end marker) and this view's own (seq gaps,
   // duplicates), in that order. Complete after for_each returns.
@@ -114,8 +127,13 @@ class CallStream {
   void define(const RecordView& r);
   void drain(const std::function<void(const RecordView&)>& fn);
   void deliver(const RecordView& r, const std::function<void(const RecordView&)>& fn);
+  void flush_pending(const std::function<void(const RecordView&)>& fn);
 
-  TraceReader reader_;
+  std::optional<TraceReader> reader_;  // none for a handed-in stream
+  std::string fed_path_;
+  TraceHeader fed_header_;
+  ReadStats fed_stats_;
+  uint64_t fed_chunk_offset_ = 0;
   TraceDictionary dict_;
   CallStreamStats stats_;
   uint64_t next_seq_ = 0;

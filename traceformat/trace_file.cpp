@@ -267,12 +267,15 @@ void TraceWriter::write_framed(uint32_t flags, std::span<const uint8_t> raw, uin
     // Sized exactly, never doubled (its old bytes are not needed): a chunk a little larger
     // than the last would otherwise leave it twice the size it needs.
     const size_t need = sizeof(ChunkHeader) + ZSTD_compressBound(raw.size());
-    if (scratch_.size() < need) {
-      std::vector<uint8_t>().swap(scratch_);
-      scratch_.resize(need);
+    // Left uninitialised: zstd writes only the compressed bytes (a tenth of the bound, say),
+    // so only their pages are ever touched; zeroing the bound would touch all of them.
+    if (scratch_bytes_ < need) {
+      scratch_.reset();
+      scratch_.reset(new uint8_t[need]);
+      scratch_bytes_ = need;
     }
-    uint8_t* dst = scratch_.data() + sizeof(ChunkHeader);
-    const size_t cap = scratch_.size() - sizeof(ChunkHeader);
+    uint8_t* dst = scratch_.get() + sizeof(ChunkHeader);
+    const size_t cap = scratch_bytes_ - sizeof(ChunkHeader);
     size_t n = cctx_ ? ZSTD_compressCCtx(cctx_.get(), dst, cap, raw.data(), raw.size(), opts_.zstd_level)
                      : ZSTD_compress(dst, cap, raw.data(), raw.size(), opts_.zstd_level);
     if (!ZSTD_isError(n) && n < raw.size()) {
@@ -284,8 +287,8 @@ void TraceWriter::write_framed(uint32_t flags, std::span<const uint8_t> raw, uin
   h.crc = chunk_crc(h, stored.data());
   if (flags & kChunkZstd) {
     // The header goes into the room before the compressed bytes: one write, no copy.
-    std::memcpy(scratch_.data(), &h, sizeof(h));
-    write_all(scratch_.data(), sizeof(h) + stored.size());
+    std::memcpy(scratch_.get(), &h, sizeof(h));
+    write_all(scratch_.get(), sizeof(h) + stored.size());
     return;
   }
   // One write per chunk keeps a concurrent kill from leaving a header without its payload
@@ -470,24 +473,32 @@ bool TraceReader::next_chunk(const std::function<void(const RecordView&)>& fn) {
   } else if (h.raw_size != h.stored_size) {
     fail(chunk_at, "uncompressed chunk with differing sizes");
   }
-  const uint8_t* p = raw->data();
-  size_t left = raw->size();
-  uint32_t n = 0;
-  while (left > 0) {
-    RecordPrefix rp;
-    if (left < sizeof(rp)) fail(chunk_at, "record framing runs past the chunk");
-    std::memcpy(&rp, p, sizeof(rp));
-    if (left - sizeof(rp) < rp.body_size) fail(chunk_at, "record framing runs past the chunk");
-    fn(RecordView{RecordKind(rp.kind), std::span<const uint8_t>(p + sizeof(rp), rp.body_size)});
-    p += sizeof(rp) + rp.body_size;
-    left -= sizeof(rp) + rp.body_size;
-    ++n;
-  }
+  const std::optional<uint32_t> framed = for_each_framed_record(*raw, fn);
+  if (!framed) fail(chunk_at, "record framing runs past the chunk");
+  const uint32_t n = *framed;
   if (n != h.records) fail(chunk_at, "chunk says " + std::to_string(h.records) + " records, holds " + std::to_string(n));
   ++stats_.chunks;
   stats_.records += n;
   stats_.valid_bytes = offset_;
   return true;
+}
+
+std::optional<uint32_t> for_each_framed_record(std::span<const uint8_t> payload,
+                                               const std::function<void(const RecordView&)>& fn) {
+  const uint8_t* p = payload.data();
+  size_t left = payload.size();
+  uint32_t n = 0;
+  while (left > 0) {
+    RecordPrefix rp;
+    if (left < sizeof(rp)) return std::nullopt;
+    std::memcpy(&rp, p, sizeof(rp));
+    if (left - sizeof(rp) < rp.body_size) return std::nullopt;
+    fn(RecordView{RecordKind(rp.kind), std::span<const uint8_t>(p + sizeof(rp), rp.body_size)});
+    p += sizeof(rp) + rp.body_size;
+    left -= sizeof(rp) + rp.body_size;
+    ++n;
+  }
+  return n;
 }
 
 void TraceReader::for_each(const std::function<void(const RecordView&)>& fn) {

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -134,7 +135,8 @@ class TraceWriter {
   std::string path_;
   WriterOptions opts_;
   uint64_t offset_ = 0;
-  std::vector<uint8_t> scratch_;  // a compressed chunk, after room for its header
+  std::unique_ptr<uint8_t[]> scratch_;  // a compressed chunk, after room for its header
+  size_t scratch_bytes_ = 0;
   // ZSTD_compressCCtx at the level ignores every other setting: the bytes are ZSTD_compress's.
   std::unique_ptr<ZSTD_CCtx_s, ZstdContextFree> cctx_;
 };
@@ -188,5 +190,11 @@ class TraceReader {
 };
 
 uint32_t checksum(const void* data, size_t size, uint32_t seed = 0);
+
+// Calls fn for each record framed in a chunk's uncompressed payload (a ChunkBuilder's, or a
+// chunk read and decompressed), in order. Returns the records handed out, or nothing when the
+// framing runs past the payload (the records before that point have been handed out).
+std::optional<uint32_t> for_each_framed_record(std::span<const uint8_t> payload,
+                                               const std::function<void(const RecordView&)>& fn);
 
 }  // namespace streamrace::trace

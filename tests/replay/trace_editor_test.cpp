@@ -3,11 +3,14 @@
 // dense, and applying every fix to builder traces removes every finding without new ones.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "replay/analyzer_verdict.h"
 #include "replay/call_index.h"
@@ -722,4 +725,73 @@ TEST(TraceEditor, ATraceThatChangedSinceItsIndexIsNamed) {
               path + ": the trace no longer holds the calls its index named (1 of 2 edits placed)");
   }
   EXPECT_FALSE(std::filesystem::exists(dir + "/fixed.srace")) << "the partial output is removed";
+}
+
+// The edited traces are analysed from the chunks the editors write (analysis::FedTrace), not
+// read back: the verdict is exactly the one reading the files back gives (read_back_edited),
+// findings, racing pairs and all, when the edited traces still race (one of two findings
+// targeted, or one occurrence per round) and when they are clean; the files are the same.
+TEST(TraceEditor, EditedTracesAnalysedAsWrittenGiveTheVerdictOfReadingThemBack) {
+  const std::string dir = temp_dir("fed-verdict");
+  std::vector<std::string> paths;
+  for (int r = 0; r < 2; ++r) {
+    paths.push_back(dir + "/rank" + std::to_string(r) + ".srace");
+    EmitOptions eo;
+    eo.steps = 2;
+    eo.precise_kernels = false;
+    emit_trace(make_zero_schedule(synthetic_bucket_config(ZeroFix::kNone, r)), paths.back(), eo);
+  }
+  const auto input = analyze_traces(paths);
+  ASSERT_EQ(input.findings.size(), 2u);
+  auto shown = [](const AnalyzerVerdict& v) {
+    nlohmann::json j = {{"certain", v.certain}, {"possible", v.possible}, {"traces", v.traces}, {"records", v.records}};
+    for (const auto& f : v.findings) {
+      nlohmann::json fj = f;
+      for (const auto& w : f.where) {
+        nlohmann::json pj = nlohmann::json::array();
+        for (const auto& p : w.pairs) pj.push_back({p.earlier_seq, p.later_seq});
+        fj["pairs"].push_back(pj);
+      }
+      j["findings"].push_back(fj);
+    }
+    return j;
+  };
+  struct Case {
+    const char* name;
+    std::vector<std::string> fingerprints;
+    bool one_per_round;
+    size_t after;  // findings left in the edited traces
+  };
+  for (const Case& c : {Case{"all", {}, false, 0}, Case{"one", {input.findings[1].fingerprint}, false, 1},
+                        Case{"one-per-round", {}, true, 0}}) {
+    SCOPED_TRACE(c.name);
+    std::optional<RecordFixResult> res[2];
+    for (int read_back = 0; read_back < 2; ++read_back) {
+      RecordFixOptions o;
+      o.fingerprints = c.fingerprints;
+      o.one_occurrence_per_round = c.one_per_round;
+      o.out_dir = dir + "/" + c.name + (read_back ? "-read" : "-fed");
+      o.read_back_edited = read_back;
+      res[read_back] = apply_record_fixes(paths, o);
+    }
+    const RecordFixResult &fed = *res[0], &read = *res[1];
+    EXPECT_EQ(fed.after.findings.size(), c.after);
+    EXPECT_EQ(read.after.findings.size(), c.after);
+    EXPECT_EQ(fed.rounds, read.rounds);
+    EXPECT_EQ(fed.verdict.removed, read.verdict.removed);
+    EXPECT_EQ(fed.verdict.remaining, read.verdict.remaining);
+    EXPECT_EQ(fed.verdict.introduced, read.verdict.introduced);
+    // The same but for the output directory's name in the paths.
+    std::string fed_j = shown(fed.after).dump(), read_j = shown(read.after).dump();
+    for (std::string* s : {&fed_j, &read_j})
+      for (const char* tag : {"-fed/", "-read/"})
+        for (size_t at; (at = s->find(tag)) != std::string::npos;) s->replace(at, std::strlen(tag), "/");
+    EXPECT_EQ(fed_j, read_j);
+    ASSERT_EQ(fed.traces.size(), read.traces.size());
+    for (size_t t = 0; t < fed.traces.size(); ++t) {
+      std::ifstream a(fed.traces[t].edited, std::ios::binary), b(read.traces[t].edited, std::ios::binary);
+      EXPECT_EQ(std::string(std::istreambuf_iterator<char>(a), {}), std::string(std::istreambuf_iterator<char>(b), {}))
+          << fed.traces[t].edited;
+    }
+  }
 }

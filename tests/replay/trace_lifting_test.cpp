@@ -115,3 +115,42 @@ TEST(TraceLifting, ReEmittingALiftedScheduleKeepsItsHandlesAndAddresses) {
   for (size_t i = 0; i < l1.streams.size(); ++i) EXPECT_EQ(l2.streams[i].handle, l1.streams[i].handle);
   for (size_t i = 0; i < l1.buffers.size(); ++i) EXPECT_EQ(l2.buffers[i].address, l1.buffers[i].address);
 }
+
+// lift_trace_shape, which the simulator's size check uses: lift_trace's streams, events,
+// buffers and every action's kind, stream, event and byte ranges, with no labels, API names,
+// stacks or kernel pointers, so the same cells; on recorded traces (the bundled DeepSpeed
+// recording, a precise-mode trace with measured intervals) and an emitted ZeRO schedule.
+TEST(TraceLifting, TheShapeLiftSizesTheScheduleAsTheWholeLiftDoes) {
+  const std::string emitted = temp_path("shape_zero.srace");
+  emit_trace(tiny(2, "none"), emitted);
+  for (const std::string path :
+       {std::string(SR_REPLAY_DATA_DIR "/../../../samples/traces/deepspeed-0.14.2/vm-1230.srace"),
+        std::string(SR_REPLAY_DATA_DIR "/../precise/async_copy_racy_precise/vm-574.srace"), emitted}) {
+    SCOPED_TRACE(path);
+    const Schedule whole = lift_trace(path).schedule, shape = lift_trace_shape(path).schedule;
+    ASSERT_FALSE(whole.actions.empty());
+    EXPECT_EQ(StreamSimulator::cells_needed(shape), StreamSimulator::cells_needed(whole));
+    EXPECT_EQ(shape.cell_bytes(), whole.cell_bytes());
+    ASSERT_EQ(shape.buffers.size(), whole.buffers.size());
+    for (size_t i = 0; i < whole.buffers.size(); ++i) {
+      EXPECT_EQ(shape.buffers[i].bytes, whole.buffers[i].bytes);
+      EXPECT_EQ(shape.buffers[i].address, whole.buffers[i].address);
+    }
+    EXPECT_EQ(shape.streams.size(), whole.streams.size());
+    EXPECT_EQ(shape.events.size(), whole.events.size());
+    ASSERT_EQ(shape.actions.size(), whole.actions.size());
+    size_t labelled = 0;
+    for (size_t i = 0; i < whole.actions.size(); ++i) {
+      const Action &s = shape.actions[i], &w = whole.actions[i];
+      EXPECT_EQ(s.kind, w.kind) << i;
+      EXPECT_EQ(s.stream, w.stream) << i;
+      EXPECT_EQ(s.event, w.event) << i;
+      EXPECT_EQ(s.reads, w.reads) << i;
+      EXPECT_EQ(s.writes, w.writes) << i;
+      EXPECT_EQ(s.source_seq, w.source_seq) << i;
+      EXPECT_TRUE(s.label.empty() && s.api.empty() && s.stack.empty() && s.kernel_ptrs.empty()) << i;
+      labelled += !w.label.empty();
+    }
+    EXPECT_GT(labelled, 0u);
+  }
+}
