@@ -20,7 +20,13 @@ using trace::AccessDir;
 
 namespace {
 constexpr std::string_view kFormat = "streamrace-signatures";
-constexpr uint32_t kVersion = 1;
+// Version 2 names each key's hash function ("args_hash_function"); every key of a version 1
+// file is of trace format 1.4's hash.
+constexpr uint32_t kVersion = 2;
+
+const char* hash_function_name(trace::ArgsHashKind k) {
+  return k == trace::ArgsHashKind::kMix64 ? "mix64" : "xxh3";
+}
 
 const char* dir_name(AccessDir d) {
   switch (d) {
@@ -43,6 +49,7 @@ size_t SignatureBook::Hash::operator()(const SignatureKeyView& k) const {
   for (uint32_t v : k.block) h = mix(h, v);
   h = mix(h, k.pointers);
   h = mix(h, k.any_args);
+  h = mix(h, uint64_t(k.hash_kind));
   return size_t(mix(h, k.args_hash));
 }
 
@@ -111,6 +118,12 @@ size_t SignatureBook::size() const {
   return n;
 }
 
+size_t SignatureBook::size(trace::ArgsHashKind kind) const {
+  size_t n = 0;
+  for (const auto& e : map_) n += !e.first.any_args && e.first.hash_kind == kind;
+  return n;
+}
+
 size_t SignatureBook::trusted_count() const {
   size_t n = 0;
   for (const auto& [key, sig] : map_) n += !key.any_args && trusted(view(key)) != nullptr;
@@ -123,8 +136,8 @@ std::string SignatureBook::to_json_text() const {
   for (const auto& e : map_) entries.push_back(&e);
   std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) {
     const SignatureKey &x = a->first, &y = b->first;
-    return std::tie(x.kernel, x.grid, x.block, x.pointers, x.any_args, x.args_hash) <
-           std::tie(y.kernel, y.grid, y.block, y.pointers, y.any_args, y.args_hash);
+    return std::tie(x.kernel, x.grid, x.block, x.pointers, x.hash_kind, x.any_args, x.args_hash) <
+           std::tie(y.kernel, y.grid, y.block, y.pointers, y.hash_kind, y.any_args, y.args_hash);
   });
   json list = json::array();
   for (const auto* e : entries) {
@@ -137,6 +150,7 @@ std::string SignatureBook::to_json_text() const {
            {"grid", k.grid},
            {"block", k.block},
            {"pointers", k.pointers},
+           {"args_hash_function", hash_function_name(k.hash_kind)},
            {"args_hash", k.any_args ? std::string("any") : fmt::format("{:#018x}", k.args_hash)},
            {"seen", s.seen},
            {"conflicting", s.conflicting}};
@@ -156,8 +170,10 @@ SignatureBook SignatureBook::from_json_text(std::string_view text, const std::st
   if (doc.is_discarded()) throw bad("not JSON");
   if (!doc.is_object() || doc.value("format", std::string()) != kFormat)
     throw bad(fmt::format("\"format\" is not \"{}\"", kFormat));
-  if (!doc.contains("version") || !doc["version"].is_number_unsigned() || doc["version"].get<uint64_t>() != kVersion)
-    throw bad(fmt::format("\"version\" is not {} (this streamrace reads version {})", kVersion, kVersion));
+  if (!doc.contains("version") || !doc["version"].is_number_unsigned() || doc["version"].get<uint64_t>() < 1 ||
+      doc["version"].get<uint64_t>() > kVersion)
+    throw bad(fmt::format("\"version\" is not 1 or {} (this streamrace reads versions 1 and {})", kVersion, kVersion));
+  const uint64_t version = doc["version"].get<uint64_t>();
   if (!doc.contains("signatures") || !doc["signatures"].is_array()) throw bad("\"signatures\" is not a list");
   SignatureBook book;
   size_t index = 0;
@@ -191,6 +207,14 @@ SignatureBook SignatureBook::from_json_text(std::string_view text, const std::st
     key.grid = dims("grid");
     key.block = dims("block");
     key.pointers = u32(e, "pointers");
+    key.hash_kind = trace::ArgsHashKind::kMix64;
+    if (version >= 2) {
+      const std::string f = e.contains("args_hash_function") && e["args_hash_function"].is_string()
+                                ? e["args_hash_function"].get<std::string>()
+                                : std::string();
+      if (f == "xxh3") key.hash_kind = trace::ArgsHashKind::kXxh3;
+      else if (f != "mix64") throw where("\"args_hash_function\" is not \"xxh3\" or \"mix64\"");
+    }
     auto hex = [&](const char* field) -> uint64_t {
       if (!e.contains(field) || !e[field].is_string()) throw where(fmt::format("\"{}\" is not a hex string", field));
       const std::string h = e[field].get<std::string>();

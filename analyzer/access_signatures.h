@@ -5,7 +5,8 @@
 // step. Precise mode measures a launch's exact intervals; the analyzer attributes each to the
 // pointer argument it lies behind (the nearest one below it whose allocator block or allocation
 // holds the whole interval) and keeps them, keyed by the kernel's name, grid, block, pointer
-// count and the hash of its scalar arguments (trace format 1.4, `kKernelArgsHash`). A later
+// count and the hash of its scalar arguments (trace format 1.4 or 1.5: the hash's kind is part
+// of the key, so values of two hash functions are never compared). A later
 // launch with the same key in the default tier then takes those intervals, shifted to its own
 // pointers, as exact accesses: its findings can be `certain`.
 //
@@ -40,13 +41,15 @@ struct SignatureInterval {
 // members the host leaves unset (PyTorch's reduce_kernel: `dst[1]` of a one-output reduction,
 // struct padding), so their hash differs from launch to launch while their accesses do not; a
 // shape key is trusted only once launches with different hashes agreed on the same intervals
-// (so what varied did not change what the kernel touched) and none disagreed.
+// (so what varied did not change what the kernel touched) and none disagreed. A shape key too
+// has a hash kind: its first_hash and hashes_differ are about hashes of that kind.
 struct SignatureKey {
   std::string kernel;  // the trace's kernel name (demangled where the tracer demangled it)
   std::array<uint32_t, 3> grid{}, block{};
   uint32_t pointers = 0;
   uint64_t args_hash = 0;
   bool any_args = false;
+  trace::ArgsHashKind hash_kind = trace::ArgsHashKind::kXxh3;  // which function args_hash is
   bool operator==(const SignatureKey&) const = default;
 };
 
@@ -57,6 +60,7 @@ struct SignatureKeyView {
   uint32_t pointers = 0;
   uint64_t args_hash = 0;
   bool any_args = false;
+  trace::ArgsHashKind hash_kind = trace::ArgsHashKind::kXxh3;
 };
 
 struct LearnedSignature {
@@ -86,6 +90,8 @@ class SignatureBook {
   size_t size() const;
   size_t trusted_count() const;
   bool empty() const { return map_.empty(); }
+  // Launch keys whose arguments' hash is of this kind.
+  size_t size(trace::ArgsHashKind kind) const;
 
   // The documented JSON file (docs/signatures.md). load() throws trace::InputFileError naming
   // the file and what is wrong; save() throws std::runtime_error naming the file.
@@ -109,11 +115,12 @@ class SignatureBook {
     template <typename A, typename B>
     bool operator()(const A& a, const B& b) const {
       return std::string_view(a.kernel) == std::string_view(b.kernel) && a.grid == b.grid && a.block == b.block &&
-             a.pointers == b.pointers && a.args_hash == b.args_hash && a.any_args == b.any_args;
+             a.pointers == b.pointers && a.args_hash == b.args_hash && a.any_args == b.any_args &&
+             a.hash_kind == b.hash_kind;
     }
   };
   static SignatureKeyView view(const SignatureKey& k) {
-    return {k.kernel, k.grid, k.block, k.pointers, k.args_hash, k.any_args};
+    return {k.kernel, k.grid, k.block, k.pointers, k.args_hash, k.any_args, k.hash_kind};
   }
   const LearnedSignature* trusted_entry(const SignatureKeyView& key) const;
   void add(const SignatureKey& key, const LearnedSignature& sig);

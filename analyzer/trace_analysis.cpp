@@ -18,7 +18,7 @@ using namespace streamrace::trace;
 
 namespace {
 
-// Word i of a kernel launch's tail (its pointer arguments, then with kKernelArgsHash the
+// Word i of a kernel launch's tail (its pointer arguments, then with kKernelArgsHash(2) the
 // arguments' hash); the caller has checked that the tail holds it.
 uint64_t tail_word(std::span<const uint8_t> tail, size_t i) {
   uint64_t w;
@@ -151,6 +151,24 @@ void TraceAnalysis::finish(CallStream& stream, RecordObserver* observer) {
                                     learned_launches_, learned_launches_ == 1 ? "" : "es", observed_.size(),
                                     observed_.trusted_count(), SignatureBook::kMinSeen, signature_launches_,
                                     signature_launches_ == 1 ? "" : "es")});
+  // A signature file learnt from launches hashed by the other function covers none of this
+  // trace's: say so, rather than let the user think no kernel repeated.
+  if (opts_.signatures) {
+    auto format = [](ArgsHashKind kind) { return kind == ArgsHashKind::kMix64 ? "1.4" : "1.5 (XXH3)"; };
+    for (ArgsHashKind mine : {ArgsHashKind::kMix64, ArgsHashKind::kXxh3}) {
+      const ArgsHashKind other = mine == ArgsHashKind::kMix64 ? ArgsHashKind::kXxh3 : ArgsHashKind::kMix64;
+      const uint64_t n = hashed_launches_[size_t(mine)];
+      const size_t theirs = opts_.signatures->size(other);
+      if (n == 0 || opts_.signatures->size(mine) != 0 || theirs == 0) continue;
+      notices_.push_back(
+          {"warning", path_,
+           fmt::format("access signatures: {} launch{} of this trace {} the arguments' hash of trace format {}, the "
+                       "signature file's {} signature{} that of format {}: none applies (two hash functions' values "
+                       "are never compared); learn signatures from traces recorded like these (docs/signatures.md)",
+                       n, n == 1 ? "" : "es", n == 1 ? "carries" : "carry", format(mine), theirs,
+                       theirs == 1 ? "" : "s", format(other))});
+    }
+  }
   if (precise_graph_kernels_)
     notices_.push_back({"warning", path_,
                         fmt::format("{} kernel nodes of CUDA graphs ran without measured accesses: precise mode does "
@@ -565,11 +583,13 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
       if (!call_ranges) ++precise_unmeasured_pointers_;
     }
   }
-  if (precise_launch && !call_ranges && measured_n > 0 && !unmeasured_pointer && (k.flags & kKernelArgsHash))
+  const ArgsHashKind hash_kind = args_hash_kind(k.flags);
+  if (precise_launch && !call_ranges && measured_n > 0 && !unmeasured_pointer && hash_kind != ArgsHashKind::kNone)
     learn_signature(k, tail, measured, measured_n);
   // A launch the precise tier did not measure, whose kernel, shape and scalars a trusted
   // signature knows: its accesses are that signature's, exact.
-  if (!precise_launch && (k.flags & kKernelArgsHash) && !book_.empty() && apply_signature(s, k, tail, base)) return;
+  if (!precise_launch && hash_kind != ArgsHashKind::kNone) ++hashed_launches_[size_t(hash_kind)];
+  if (!precise_launch && hash_kind != ArgsHashKind::kNone && !book_.empty() && apply_signature(s, k, tail, base)) return;
   // Each pointer's lookups are likely cache misses: start them all before the first.
   for (size_t i = 0; i < n; ++i)
     if (shadow_.may_own(pointer(i))) {
@@ -617,7 +637,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
 bool TraceAnalysis::read_call_ranges(const KernelLaunchHead& k, std::span<const uint8_t> tail) {
   call_ranges_.clear();
   const size_t words = tail.size() / sizeof(uint64_t);
-  const size_t at = size_t(k.nptrs) + ((k.flags & kKernelArgsHash) ? 1 : 0);
+  const size_t at = size_t(k.nptrs) + (args_hash_kind(k.flags) != ArgsHashKind::kNone ? 1 : 0);
   if (at >= words) return false;
   const uint64_t n = tail_word(tail, at);
   if (n == 0 || n > (words - at - 1) / 3) return false;
@@ -641,9 +661,10 @@ bool TraceAnalysis::read_call_ranges(const KernelLaunchHead& k, std::span<const 
 }
 
 namespace {
-// The arguments' hash of a launch with kKernelArgsHash: the word after its pointers.
+// The arguments' hash of a launch with kKernelArgsHash or kKernelArgsHash2: the word after its pointers.
 std::optional<uint64_t> args_hash(const KernelLaunchHead& k, std::span<const uint8_t> tail) {
-  if (!(k.flags & kKernelArgsHash) || tail.size() < (size_t(k.nptrs) + 1) * sizeof(uint64_t)) return std::nullopt;
+  if (args_hash_kind(k.flags) == ArgsHashKind::kNone || tail.size() < (size_t(k.nptrs) + 1) * sizeof(uint64_t))
+    return std::nullopt;
   return tail_word(tail, k.nptrs);
 }
 }  // namespace
@@ -684,7 +705,8 @@ void TraceAnalysis::learn_signature(const KernelLaunchHead& k, std::span<const u
       lo = end;
     }
   }
-  SignatureKey key{str(k.name_id), {k.grid[0], k.grid[1], k.grid[2]}, {k.block[0], k.block[1], k.block[2]}, k.nptrs, *hash};
+  SignatureKey key{str(k.name_id), {k.grid[0], k.grid[1], k.grid[2]}, {k.block[0], k.block[1], k.block[2]}, k.nptrs, *hash,
+                   false, args_hash_kind(k.flags)};
   book_.observe(key, learning_);
   observed_.observe(key, learning_);
   ++learned_launches_;
@@ -695,7 +717,8 @@ bool TraceAnalysis::apply_signature(StreamState& s, const KernelLaunchHead& k, s
   const std::optional<uint64_t> hash = args_hash(k, tail);
   if (!hash) return false;
   const LearnedSignature* sig = book_.trusted(SignatureKeyView{
-      str(k.name_id), {k.grid[0], k.grid[1], k.grid[2]}, {k.block[0], k.block[1], k.block[2]}, k.nptrs, *hash});
+      str(k.name_id), {k.grid[0], k.grid[1], k.grid[2]}, {k.block[0], k.block[1], k.block[2]}, k.nptrs, *hash,
+      false, args_hash_kind(k.flags)});
   if (!sig) return false;
   auto pointer = [&](uint32_t i) { return tail_word(tail, i); };
   // Every interval must still lie within its pointer's allocation; else the launch is not

@@ -236,6 +236,7 @@ class TraceAnalysis {
   // alone (observed_); launches that took their accesses from one, launches learnt from.
   SignatureBook book_, observed_;
   uint64_t signature_launches_ = 0, learned_launches_ = 0;
+  uint64_t hashed_launches_[3] = {};  // default-tier launches with an arguments' hash, by ArgsHashKind
   std::vector<SignatureInterval> learning_;
   // A precise launch whose whole measurement is exact: its intervals, relative to its pointers.
   void learn_signature(const trace::KernelLaunchHead& k, std::span<const uint8_t> tail,

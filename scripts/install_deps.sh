@@ -4,7 +4,7 @@
 # without it everything but libstreamrace.so still builds.
 set -euo pipefail
 packages=(cmake g++ make pkg-config libfmt-dev libcli11-dev nlohmann-json3-dev libzstd-dev zlib1g-dev
-          libgtest-dev libunwind-14-dev python3 python3-jsonschema)
+          libxxhash-dev libgtest-dev libunwind-14-dev python3 python3-jsonschema)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -16,7 +16,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the trace format is li
 
 inline constexpr char kFileMagic[8] = {'S', 'R', 'A', 'C', 'E', 'T', 'R', 'C'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 4;  // 1.1: StreamCapture.graph, GraphCall; 1.2: GraphEdit, GraphCall.flags, HostAccess; 1.3: CaptureMark; 1.4: KernelLaunch arguments' hash
+inline constexpr uint16_t kVersionMinor = 5;  // 1.1: StreamCapture.graph, GraphCall; 1.2: GraphEdit, GraphCall.flags, HostAccess; 1.3: CaptureMark; 1.4: KernelLaunch arguments' hash; 1.5: its XXH3 twin
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843;  // "CHNK"
 inline constexpr uint32_t kMaxChunkBytes = 64u << 20;  // sanity bound on raw and stored size
 inline constexpr uint32_t kMaxHeaderBytes = 1u << 20;
@@ -239,6 +239,10 @@ enum KernelFlags : uint32_t {
   // uint64 count and that many CallAccessEntry: the call's byte ranges, which stand for the
   // accesses of this kernel's pointer arguments they touch (as precise mode's intervals do).
   kKernelCallAccesses = 1u << 4,
+  // 1.5: the word after the pointers is the arguments' hash of the same words by XXH3_64bits,
+  // not by 1.4's multiply-xor chain (never both bits). Its values are another function's: the
+  // analyzer never compares them with 1.4's (ArgsHashKind).
+  kKernelArgsHash2 = 1u << 5,
 };
 
 // One byte range of a library call (kKernelCallAccesses): `info` bits 0-1 an AccessDir, bit 8
@@ -250,8 +254,22 @@ struct CallAccessEntry {
 };
 inline constexpr uint64_t kCallAccessHull = 1u << 8;
 
+// Which function a launch's arguments' hash is, by its KernelFlags: signature keys of one
+// kind never match launches of the other (docs/signatures.md).
+enum class ArgsHashKind : uint8_t {
+  kNone = 0,   // no hash (before 1.4, or the arguments were not scanned)
+  kMix64 = 1,  // 1.4, kKernelArgsHash
+  kXxh3 = 2,   // 1.5, kKernelArgsHash2
+};
+inline constexpr ArgsHashKind args_hash_kind(uint32_t kernel_flags) {
+  return (kernel_flags & kKernelArgsHash2) ? ArgsHashKind::kXxh3
+         : (kernel_flags & kKernelArgsHash) ? ArgsHashKind::kMix64
+                                            : ArgsHashKind::kNone;
+}
+
 // KernelLaunch = KernelLaunchHead followed by nptrs uint64 pointer arguments (and, with
-// kKernelArgsHash, the arguments' hash; with kKernelCallAccesses, the call's ranges).
+// kKernelArgsHash or kKernelArgsHash2, the arguments' hash; with kKernelCallAccesses, the
+// call's ranges).
 struct KernelLaunchHead {
   SR_RECORD(kKernelLaunch);
   CallInfo call;

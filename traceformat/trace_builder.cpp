@@ -200,7 +200,7 @@ uint64_t TraceBuilder::kernel_hashed(uint64_t stream, std::string_view name, con
   h.grid[1] = h.grid[2] = 1;
   h.block[0] = 128;
   h.block[1] = h.block[2] = 1;
-  h.flags = flags | kKernelArgsHash;
+  h.flags = (flags & kKernelArgsHash2) ? flags : flags | kKernelArgsHash;
   h.nptrs = uint32_t(ptrs.size());
   std::vector<uint64_t> words = ptrs;
   words.push_back(args_hash);

@@ -65,7 +65,7 @@ class TraceBuilder {
   uint64_t kernel(uint64_t stream, std::string_view name, const std::vector<uint64_t>& ptrs, uint32_t device = 0,
                   uint32_t flags = kKernelArgsScanned);
   // A launch as the tracer writes it since 1.4: the arguments' hash after the pointers
-  // (kKernelArgsHash is added to `flags`).
+  // (kKernelArgsHash is added to `flags` unless they hold 1.5's kKernelArgsHash2).
   uint64_t kernel_hashed(uint64_t stream, std::string_view name, const std::vector<uint64_t>& ptrs, uint64_t args_hash,
                          uint32_t flags = kKernelArgsScanned, uint32_t grid_x = 1);
   // A launch inside a cuBLAS call (1.5): the arguments' hash, then the call's byte ranges

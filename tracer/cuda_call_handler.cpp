@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "tracer/args_hash.h"
 #include "tracer/thread_state.h"
 
 namespace streamrace::tracer {
@@ -411,7 +412,7 @@ void CudaCallHandler::graph_edit(const CudaCall& call, const Emission& e, uint32
         thread_local std::vector<uint64_t> ptrs;
         kernel_head(call, e, 0, device, h, ptrs);
         h.call = g.call;
-        size_t n = ptrs.size();  // the pointers and, with kKernelArgsHash, the arguments' hash
+        size_t n = ptrs.size();  // the pointers and, with kKernelArgsHash2, the arguments' hash
         if (sizeof(h) + n * sizeof(uint64_t) > kRoom) {
           // More pointer words than a record holds: the node's accesses would be incomplete.
           g.flags |= kEditParamsUnknown;
@@ -567,34 +568,9 @@ struct FunctionFacts {
 };
 constexpr size_t kFunctionCacheLimit = 4096;  // per thread; cleared when full
 
-// The arguments' hash: a multiply-xor mix per 8-byte word (not cryptographic: it only keys
-// signatures, which the analyzer also checks against each other before trusting one). Per word
-//   h ^= w + 0x9E3779B97F4A7C15 + (h << 6) + (h >> 2);  h *= 0xFF51AFD7ED558CCD;  h ^= h >> 32;
-// Recorded traces and learnt signature files hold its values: the function never changes.
-// Every word waits for the last one's multiply, so a launch's scan costs what this chain does
-// (~10 cycles a word, of a struct of 50-100 words in PyTorch's kernels). ArgsHash computes the
-// same values with a shorter chain: it keeps the product `y` (h = y ^ (y >> 32)), takes h >> 2
-// as (y >> 2) ^ (y >> 34) straight from it, and adds w and the constant to that before h << 6
-// is ready; the empty asm statements keep the compiler from putting those sums back on the chain.
-constexpr uint64_t kArgsHashSeed = 0x9E3779B97F4A7C15ull;
-constexpr uint64_t kPointerMark = 0x5A17'0000'0000'0000ull;  // + the pointer's index in ptrs[]
-class ArgsHash {
- public:
-  // y ^ (y >> 32) is its own inverse: the product whose mix is the seed.
-  ArgsHash() : y_(kArgsHashSeed ^ (kArgsHashSeed >> 32)) {}
-  void add(uint64_t w) {
-    uint64_t c = w + 0x9E3779B97F4A7C15ull;
-    asm("" : "+r"(c));
-    uint64_t early = c + ((y_ >> 2) ^ (y_ >> 34));  // w + constant + (h >> 2)
-    asm("" : "+r"(early));
-    const uint64_t h = y_ ^ (y_ >> 32);
-    y_ = (h ^ (early + (h << 6))) * 0xFF51AFD7ED558CCDull;
-  }
-  uint64_t value() const { return y_ ^ (y_ >> 32); }
-
- private:
-  uint64_t y_;
-};
+// A pointer argument enters the arguments' hash (tracer/args_hash.h) as this mark plus its
+// index in ptrs[].
+constexpr uint64_t kPointerMark = 0x5A17'0000'0000'0000ull;
 
 __attribute__((noinline)) std::vector<uint64_t>& launch_pointers() {  // see thread_state()
   thread_local std::vector<uint64_t> ptrs;
@@ -678,11 +654,20 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   // The same walk hashes every other byte of the parameters (the scalars), so that a launch
   // of the same kernel with the same shape and scalars can be told from one without them
   // (learned access signatures, analyzer/access_signatures.h); a pointer argument enters the
-  // hash as its index in ptrs[], not its address, which changes from step to step.
+  // hash as its index in ptrs[], not its address, which changes from step to step. The words
+  // hashed, per parameter: its size, then each 8-byte word (a pointer as kPointerMark + its
+  // index), then the bytes left over, zero-extended to a word (1.4's hash took the same words).
   ptrs.clear();
   bool scanned = false;
   bool by_signature = false;
   ArgsHash args_hash;
+  uint64_t* const hashed = args_hash.words();
+  size_t nhashed = 0;
+  auto hash = [&](uint64_t w) {
+    if (nhashed == ArgsHash::kBufferWords) [[unlikely]]
+      nhashed = args_hash.spill(nhashed);
+    hashed[nhashed++] = w;
+  };
   if (facts && (call.args != nullptr || call.packed != nullptr)) {
     const std::vector<ParamSlot>& layout = facts->layout;
     if (facts->have_layout) {
@@ -691,7 +676,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
       for (size_t i = 0; i < layout.size(); ++i) {
         const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
                                           : static_cast<const uint8_t*>(call.args[i]);
-        args_hash.add(layout[i].size);
+        hash(layout[i].size);
         if (base == nullptr) continue;
         const uint32_t all_words = layout[i].size / 8;
         const uint32_t words = pointer_words(facts->signature, uint32_t(i), all_words, call.grid);
@@ -703,23 +688,23 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
             size_t index = 0;
             while (index < ptrs.size() && ptrs[index] != w) ++index;
             if (index == ptrs.size()) ptrs.push_back(w);
-            args_hash.add(kPointerMark + index);
+            hash(kPointerMark + index);
           } else {
-            args_hash.add(w);
+            hash(w);
           }
         }
         if (const uint32_t rest = layout[i].size % 8) {
           uint64_t w = 0;
           std::memcpy(&w, base + all_words * 8, rest);
-          args_hash.add(w);
+          hash(w);
         }
       }
     }
   }
   h.nptrs = uint32_t(ptrs.size());
-  h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash) : 0u) |
+  h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash2) : 0u) |
             (precise ? uint32_t(trace::kKernelPrecise) : 0u) | (by_signature ? uint32_t(trace::kKernelArgsBySignature) : 0u);
-  if (scanned) ptrs.push_back(args_hash.value());  // after the pointers: the caller writes them all as the tail
+  if (scanned) ptrs.push_back(args_hash.value(nhashed));  // after the pointers: the caller writes them all as the tail
 }
 
 }  // namespace streamrace::tracer

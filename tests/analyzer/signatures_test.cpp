@@ -35,6 +35,8 @@ struct Program {
   uint64_t use_hash = kHash;  // the default-tier launch's arguments' hash
   uint64_t read_off = 512;    // the other stream's 256-byte read, from the used output's start
   bool learn_in_trace = true;  // false: the precise launches are in a trace of their own
+  // Which hash the launches carry: 0 is 1.4's (kKernelArgsHash), trace::kKernelArgsHash2 1.5's.
+  uint32_t learn_hash_flag = 0, use_hash_flag = 0;
 };
 
 struct Built {
@@ -47,7 +49,8 @@ void learn_launches(TraceBuilder& t, uint64_t a, const Program& p) {
   for (int i = 0; i < p.learnt; ++i) {
     uint64_t buf = t.alloc(kAlloc);
     const uint64_t hash = p.hashes_vary ? kHash + 100 + i : kHash;
-    uint64_t k = t.at("train.py", 10, "step").kernel_hashed(a, "scale", {buf, buf + 4096}, hash, trace::kKernelPrecise);
+    uint64_t k = t.at("train.py", 10, "step").kernel_hashed(a, "scale", {buf, buf + 4096}, hash,
+                                                        trace::kKernelPrecise | p.learn_hash_flag);
     t.stream_synchronize(a);
     const uint64_t wrote = p.disagree && i == 1 ? 2048 : 1024;
     t.kernel_access(k, buf, wrote, AccessDir::kWrite, p.overflowed ? trace::kAccessRegion : 0);
@@ -72,7 +75,8 @@ Built build(const testing::TempDir& dir, const Program& p) {
   if (p.learn_in_trace) learn_launches(t, a, p);
   uint64_t buf = t.alloc(kAlloc), dst = t.alloc(kAlloc);
   out.out = buf;
-  t.at("train.py", 20, "step").kernel_hashed(a, "scale", {buf, buf + 4096}, p.use_hash);
+  t.at("train.py", 20, "step").kernel_hashed(a, "scale", {buf, buf + 4096}, p.use_hash,
+                                             trace::kKernelArgsScanned | p.use_hash_flag);
   t.at("train.py", 30, "save").memcpy(b, dst, buf + p.read_off, 256);
   return out;
 }
@@ -276,12 +280,108 @@ TEST(Signatures, TheFileRoundTripsAndMergesObservations) {
   EXPECT_EQ(again.size(), 1u);
 }
 
+// Trace format 1.5's hash (XXH3, kKernelArgsHash2) keys signatures as 1.4's did: learnt from
+// new traces, in the trace or through a file, they apply to new traces.
+TEST(Signatures, SignaturesOfTheNewHashApplyToLaunchesOfTheNewHash) {
+  for (bool in_trace : {true, false}) {
+    Program p;
+    p.learn_in_trace = in_trace;
+    p.learn_hash_flag = p.use_hash_flag = trace::kKernelArgsHash2;
+    Built b;
+    auto r = analyze(p, &b);
+    expect_certain_by_signature(r, b.out);
+    p.read_off = 2048;
+    EXPECT_TRUE(analyze(p).findings.empty()) << in_trace;
+  }
+}
+
+// The two hashes are two functions: a value of one says nothing about a value of the other, so
+// a key of one kind never matches a launch of the other, even with the same 64 bits. A trace
+// whose launches the whole signature file cannot match (learnt before 1.5, applied to a 1.5
+// trace, or the other way round) says so, rather than look like a job whose kernels never repeat.
+TEST(Signatures, SignaturesOfTheOtherHashApplyToNothingAndSaySo) {
+  const std::string old_to_new =
+      "access signatures: 1 launch of this trace carries the arguments' hash of trace format 1.5 (XXH3), the signature "
+      "file's 1 signature that of format 1.4: none applies (two hash functions' values are never compared); learn "
+      "signatures from traces recorded like these (docs/signatures.md)";
+  const std::string new_to_old =
+      "access signatures: 1 launch of this trace carries the arguments' hash of trace format 1.4, the signature "
+      "file's 1 signature that of format 1.5 (XXH3): none applies (two hash functions' values are never compared); "
+      "learn signatures from traces recorded like these (docs/signatures.md)";
+  for (bool old_file : {true, false}) {
+    Program p;
+    p.learn_in_trace = false;
+    (old_file ? p.use_hash_flag : p.learn_hash_flag) = trace::kKernelArgsHash2;
+    auto r = analyze(p);
+    expect_possible_from_pointers(r);
+    auto texts = notice_texts(r);
+    EXPECT_NE(std::find(texts.begin(), texts.end(), old_file ? old_to_new : new_to_old), texts.end()) << old_file;
+  }
+  // Within one trace too (a trace holds one kind; this one is made up to hold both).
+  Program p;
+  p.use_hash_flag = trace::kKernelArgsHash2;
+  auto r = analyze(p);
+  expect_possible_from_pointers(r);
+  for (const std::string& t : notice_texts(r)) EXPECT_EQ(t.find("none applies"), std::string::npos) << t;
+  // A file that holds both kinds covers the launches of each: no notice.
+  Program both;
+  both.learn_in_trace = false;
+  both.use_hash_flag = trace::kKernelArgsHash2;
+  testing::TempDir dir;
+  Built b = build(dir, both);
+  SignatureBook book;
+  const std::vector<analysis::SignatureInterval> none;
+  book.observe({"other", {1, 1, 1}, {1, 1, 1}, 0, 1, false, trace::ArgsHashKind::kMix64}, none);
+  book.observe({"other", {1, 1, 1}, {1, 1, 1}, 0, 1, false, trace::ArgsHashKind::kXxh3}, none);
+  analysis::AnalyzerOptions opts;
+  opts.signatures = std::make_shared<const SignatureBook>(book);
+  for (const std::string& t : notice_texts(testing::analyze_files({b.use_path}, opts)))
+    EXPECT_EQ(t.find("none applies"), std::string::npos) << t;
+}
+
+// A version 1 file (written before 1.5) holds 1.4's hashes; version 2 names each key's hash.
+// A book of both kinds round-trips, each key keeping its kind.
+TEST(Signatures, AVersion1FileHoldsTheOldHashAndVersion2NamesEach) {
+  const std::string v1 = R"({"format": "streamrace-signatures", "version": 1, "signatures": [{"kernel": "scale",
+      "grid": [4, 1, 1], "block": [128, 1, 1], "pointers": 1, "args_hash": "0x1", "seen": 2,
+      "intervals": [{"pointer": 0, "offset": 0, "bytes": 4, "access": "read"}]}]})";
+  SignatureBook book = SignatureBook::from_json_text(v1, "v1.json");
+  const analysis::SignatureKey old_key{"scale", {4, 1, 1}, {128, 1, 1}, 1, 1, false, trace::ArgsHashKind::kMix64};
+  analysis::SignatureKey new_key = old_key;
+  new_key.hash_kind = trace::ArgsHashKind::kXxh3;
+  auto view = [](const analysis::SignatureKey& k) {
+    return analysis::SignatureKeyView{k.kernel, k.grid, k.block, k.pointers, k.args_hash, k.any_args, k.hash_kind};
+  };
+  EXPECT_NE(book.trusted(view(old_key)), nullptr);
+  EXPECT_EQ(book.trusted(view(new_key)), nullptr);
+  EXPECT_EQ(book.size(trace::ArgsHashKind::kMix64), 1u);
+  EXPECT_EQ(book.size(trace::ArgsHashKind::kXxh3), 0u);
+  book.observe(new_key, {{0, 0, 8, AccessDir::kWrite}});
+  book.observe(new_key, {{0, 0, 8, AccessDir::kWrite}});
+  const std::string text = book.to_json_text();
+  EXPECT_NE(text.find("\"version\": 2"), std::string::npos);
+  EXPECT_NE(text.find("\"args_hash_function\": \"mix64\""), std::string::npos);
+  EXPECT_NE(text.find("\"args_hash_function\": \"xxh3\""), std::string::npos);
+  SignatureBook again = SignatureBook::from_json_text(text, "v2.json");
+  EXPECT_EQ(again.to_json_text(), text);
+  ASSERT_NE(again.trusted(view(old_key)), nullptr);
+  ASSERT_NE(again.trusted(view(new_key)), nullptr);
+  EXPECT_EQ(again.trusted(view(old_key))->intervals[0].dir, AccessDir::kRead);
+  EXPECT_EQ(again.trusted(view(new_key))->intervals[0].dir, AccessDir::kWrite);
+  EXPECT_EQ(again.size(), 2u);
+}
+
 TEST(Signatures, ABadFileIsRefusedNamingTheFileAndTheFault) {
   const std::pair<std::string, std::string> cases[] = {
       {"{", "not JSON"},
       {R"({"format": "x", "version": 1, "signatures": []})", "\"format\" is not \"streamrace-signatures\""},
-      {R"({"format": "streamrace-signatures", "version": 2, "signatures": []})",
-       "\"version\" is not 1 (this streamrace reads version 1)"},
+      {R"({"format": "streamrace-signatures", "version": 3, "signatures": []})",
+       "\"version\" is not 1 or 2 (this streamrace reads versions 1 and 2)"},
+      {R"({"format": "streamrace-signatures", "version": 0, "signatures": []})",
+       "\"version\" is not 1 or 2 (this streamrace reads versions 1 and 2)"},
+      {R"({"format": "streamrace-signatures", "version": 2, "signatures": [{"kernel": "k", "grid": [1, 1, 1], "block": [1, 1, 1],
+          "pointers": 1, "args_hash": "0x1", "seen": 2, "intervals": []}]})",
+       "signature 0: \"args_hash_function\" is not \"xxh3\" or \"mix64\""},
       {R"({"format": "streamrace-signatures", "version": 1, "signatures": [{"kernel": "k", "grid": [1, 1], "block": [1, 1, 1],
           "pointers": 1, "args_hash": "0x1", "seen": 2, "intervals": []}]})",
        "signature 0: \"grid\" is not 3 integers"},

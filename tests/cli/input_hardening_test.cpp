@@ -59,15 +59,15 @@ TEST_F(InputHardening, ABadSignatureFileExitsTwo) {
   make_racy_trace("t.srace");
   { std::ofstream(file("bad.json")) << "{\"format\": \"streamrace-signatures\", \"version\": 9}"; }
   expect_refused("analyze t.srace --signatures bad.json",
-                 "streamrace analyze: error: bad.json: not a signature file: \"version\" is not 1 (this streamrace "
-                 "reads version 1)");
+                 "streamrace analyze: error: bad.json: not a signature file: \"version\" is not 1 or 2 (this "
+                 "streamrace reads versions 1 and 2)");
   auto r = sr("analyze t.srace --signatures missing.json");
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_EQ(r.err.rfind("streamrace analyze: error: missing.json: ", 0), 0u) << r.err;
   // `run` refuses it before running the command (which would leave a mark).
   expect_refused("run --signatures bad.json -o out -- touch ran",
-                 "streamrace run: error: bad.json: not a signature file: \"version\" is not 1 (this streamrace reads "
-                 "version 1)");
+                 "streamrace run: error: bad.json: not a signature file: \"version\" is not 1 or 2 (this streamrace "
+                 "reads versions 1 and 2)");
   EXPECT_FALSE(fs::exists(file("ran")));
 }
 

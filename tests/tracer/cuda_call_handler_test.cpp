@@ -26,6 +26,9 @@
 #include "tracer/cuda_call_table.h"
 #include "tracer/thread_state.h"
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 namespace streamrace::tracer {
 namespace {
 
@@ -233,7 +236,7 @@ TEST_F(HandlerTest, KernelLaunchScansParametersThroughTheDriverLaunchOnce) {
   auto k = ks[0].as<trace::KernelLaunchHead>();
   EXPECT_EQ(k.stream, trace::legacy_stream(1));
   EXPECT_EQ(k.correlation, 31u);
-  EXPECT_EQ(k.flags, uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash));
+  EXPECT_EQ(k.flags, uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash2));
   EXPECT_EQ(k.grid[0], 8u);
   EXPECT_EQ(k.grid[1], 2u);
   EXPECT_EQ(k.block[0], 256u);
@@ -329,10 +332,10 @@ TEST_F(HandlerTest, CatKernelsScanOnlyTheInputSlotsTheLaunchUses) {
   const std::vector<uint64_t> six = {0x7000'0000, 0x7000'1000, 0x7000'2000, 0x7000'3000, 0x7000'8000};
   EXPECT_EQ(ks[0].tail_words<trace::KernelLaunchHead>(), used);  // grid.y 3: slots 0-2, no size word
   EXPECT_EQ(ks[0].as<trace::KernelLaunchHead>().flags,
-            uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash) | uint32_t(trace::kKernelArgsBySignature));
+            uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash2) | uint32_t(trace::kKernelArgsBySignature));
   EXPECT_EQ(ks[1].tail_words<trace::KernelLaunchHead>(), six);  // grid.y 6: slot 5 is an input
   EXPECT_EQ(ks[2].tail_words<trace::KernelLaunchHead>(), all);  // another kernel: every word
-  EXPECT_EQ(ks[2].as<trace::KernelLaunchHead>().flags, uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash));
+  EXPECT_EQ(ks[2].as<trace::KernelLaunchHead>().flags, uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash2));
   EXPECT_EQ(ks[3].tail_words<trace::KernelLaunchHead>(), all);  // signatures off
 }
 
@@ -408,7 +411,7 @@ TEST_F(HandlerTest, ArgumentsHashKeysTheScalarsNotTheAddresses) {
   std::vector<uint64_t> hash;
   for (const auto& k : ks) {
     auto head = k.as<trace::KernelLaunchHead>();
-    ASSERT_TRUE(head.flags & trace::kKernelArgsHash);
+    ASSERT_EQ(head.flags & (trace::kKernelArgsHash | trace::kKernelArgsHash2), uint32_t(trace::kKernelArgsHash2));
     ASSERT_EQ(k.body.size(), sizeof(head) + (head.nptrs + 1) * sizeof(uint64_t));
     uint64_t h;
     std::memcpy(&h, k.body.data() + sizeof(head) + head.nptrs * sizeof(uint64_t), sizeof(h));
@@ -419,22 +422,55 @@ TEST_F(HandlerTest, ArgumentsHashKeysTheScalarsNotTheAddresses) {
   EXPECT_EQ(hash[0], hash[1]);
   for (size_t i : {2u, 3u, 4u, 5u}) EXPECT_NE(hash[0], hash[i]) << i;
   EXPECT_NE(hash[5], hash[6]);
-  // The values themselves: recorded traces and learnt signature files (tests/data/signatures/)
-  // hold them, so the function never changes, however the tracer computes it. Per parameter its
-  // size, then each 8-byte word (a pointer as a mark and its index), then the bytes left over.
+  // The values themselves: traces and learnt signature files hold them, so the function never
+  // changes, however the tracer computes it: XXH3_64bits (trace format 1.5) of, per parameter,
+  // its size, then each 8-byte word (a pointer as a mark and its index), then the bytes left
+  // over, as little-endian words. (1.4's multiply-xor chain of the same words is no longer
+  // computed anywhere: its values are only read, from old traces and signature files.)
   auto reference = [](std::initializer_list<uint64_t> words) {
-    uint64_t h = 0x9E3779B97F4A7C15ull;
-    for (uint64_t w : words) {
-      h ^= w + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-      h *= 0xFF51AFD7ED558CCDull;
-      h ^= h >> 32;
-    }
-    return h;
+    const std::vector<uint64_t> v(words);
+    return uint64_t(XXH3_64bits(v.data(), v.size() * sizeof(uint64_t)));
   };
   constexpr uint64_t kMark = 0x5A17'0000'0000'0000ull;
   EXPECT_EQ(hash[0], reference({4, 1024, 8, kMark + 0, 8, kMark + 1, 2, 1}));
   EXPECT_EQ(hash[3], reference({4, 1024, 8, kMark + 0, 8, kMark + 0, 2, 1}));
   EXPECT_EQ(hash[5], reference({4, 1024, 8, kMark + 0, 8, 0x9999'0000, 2, 1}));
+  // And one value as a number: another xxHash release, or another word order, fails here.
+  EXPECT_EQ(hash[0], 0x894A'F1BB'F8AC'FD19ull) << std::hex << hash[0];
+}
+
+// Parameters of more words than the tracer's buffer holds (CUDA 12.1 allows 32 KiB) are hashed
+// through XXH3's streaming state: the same value as all their words hashed at once.
+TEST_F(HandlerTest, ArgumentsHashOfLongParametersIsTheHashOfAllTheirWords) {
+  malloc_device(0x7000'0000, 1 << 20);
+  const uint64_t func = 0xB16;
+  for (size_t words : {510u, 511u, 512u, 1300u, 4000u}) {
+    // One parameter of `words` 8-byte words (a pointer at word 7), then a 4-byte one.
+    std::vector<uint64_t> big(words);
+    for (size_t j = 0; j < words; ++j) big[j] = j * 0x9E37'79B9ull + 3;
+    big[7] = 0x7000'0100;
+    uint32_t tail = 0xABCD;
+    queries_.layouts[func + words] = {{0, uint32_t(words * 8)}, {uint32_t(words * 8), 4}};
+    void* args[] = {big.data(), &tail};
+    cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func + words), 4, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 80 + words, "_Z3bigv");
+  }
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 5u);
+  size_t at = 0;
+  for (size_t words : {510u, 511u, 512u, 1300u, 4000u}) {
+    std::vector<uint64_t> fed = {words * 8};
+    for (size_t j = 0; j < words; ++j) fed.push_back(j == 7 ? 0x5A17'0000'0000'0000ull : j * 0x9E37'79B9ull + 3);
+    fed.push_back(4);
+    fed.push_back(0xABCD);
+    const auto& k = ks[at++];
+    ASSERT_EQ(k.tail_words<trace::KernelLaunchHead>(), std::vector<uint64_t>{0x7000'0100}) << words;
+    ASSERT_EQ(k.body.size(), sizeof(trace::KernelLaunchHead) + 2 * sizeof(uint64_t)) << words;
+    uint64_t h;
+    std::memcpy(&h, k.body.data() + sizeof(trace::KernelLaunchHead) + sizeof(uint64_t), sizeof(h));
+    EXPECT_EQ(h, XXH3_64bits(fed.data(), fed.size() * sizeof(uint64_t))) << words;
+  }
 }
 
 // PyTorch's vectorized elementwise kernels run only with every pointer aligned to VEC elements
@@ -1106,7 +1142,7 @@ TEST_F(HandlerTest, RuntimeKernelNodeIsRecordedOnceFromTheDriverCallInside) {
   trace::KernelLaunchHead k;
   ASSERT_EQ(e.payload.size(), sizeof(k) + 2 * sizeof(uint64_t));  // one pointer, the arguments' hash
   std::memcpy(&k, e.payload.data(), sizeof(k));
-  EXPECT_EQ(k.flags, uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash));
+  EXPECT_EQ(k.flags, uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash2));
   EXPECT_EQ(k.nptrs, 1u);
   EXPECT_EQ(k.grid[0], 4u);
   EXPECT_EQ(k.block[0], 128u);
