@@ -25,23 +25,15 @@ namespace streamrace::tracer {
 namespace {
 
 void* cublas_handle() {
-  static std::atomic<void*> handle{nullptr};
-  void* h = handle.load(std::memory_order_acquire);
-  if (h) return h;
+  alignas(void*) static void* handle = nullptr;
   static const char* const kNames[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-  h = loaded_library(kNames, 3, "libcublas.so");
-  if (h) handle.store(h, std::memory_order_release);
-  return h;
+  return cached_library(handle, kNames, 3, "libcublas.so");
 }
 
 void* cublaslt_handle() {
-  static std::atomic<void*> handle{nullptr};
-  void* h = handle.load(std::memory_order_acquire);
-  if (h) return h;
+  alignas(void*) static void* handle = nullptr;
   static const char* const kNames[] = {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"};
-  h = loaded_library(kNames, 3, "libcublasLt.so");
-  if (h) handle.store(h, std::memory_order_release);
-  return h;
+  return cached_library(handle, kNames, 3, "libcublasLt.so");
 }
 
 template <typename F>

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <atomic>
 #include <string>
 #include <string_view>
 
@@ -31,6 +32,15 @@ void* loaded_library(const char* const* sonames, int count, const char* path_par
   Search s{path_part, {}};
   dl_iterate_phdr(find_module, &s);
   return s.path.empty() ? nullptr : dlopen(s.path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+}
+
+void* cached_library(void*& cache, const char* const* sonames, int count, const char* path_part) {
+  std::atomic_ref<void*> slot(cache);
+  void* h = slot.load(std::memory_order_acquire);
+  if (h) return h;
+  h = loaded_library(sonames, count, path_part);
+  if (h) slot.store(h, std::memory_order_release);
+  return h;
 }
 
 void* real_symbol_in(void* handle, const char* name) {

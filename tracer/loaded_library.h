@@ -10,6 +10,10 @@ namespace streamrace::tracer {
 // loaded object whose path contains `path_part`. nullptr when none is loaded.
 void* loaded_library(const char* const* sonames, int count, const char* path_part);
 
+// loaded_library, remembered in `cache` once found (a library is not unloaded while the
+// program may still call it).
+void* cached_library(void*& cache, const char* const* sonames, int count, const char* path_part);
+
 // `name` in `handle`, or nullptr when absent or when it resolves into libstreamrace.so itself.
 void* real_symbol_in(void* handle, const char* name);
 

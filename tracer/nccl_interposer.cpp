@@ -23,13 +23,9 @@ namespace streamrace::tracer {
 namespace {
 
 void* nccl_handle() {
-  static std::atomic<void*> handle{nullptr};
-  void* h = handle.load(std::memory_order_acquire);
-  if (h) return h;
+  alignas(void*) static void* handle = nullptr;
   static const char* const kNames[] = {"libnccl.so.2", "libnccl.so"};
-  h = loaded_library(kNames, 2, "libnccl.so");
-  if (h) handle.store(h, std::memory_order_release);
-  return h;
+  return cached_library(handle, kNames, 2, "libnccl.so");
 }
 
 // The real entry point: `pncclX` in NCCL's own handle, else `ncclX` in that handle.
