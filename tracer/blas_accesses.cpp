@@ -53,4 +53,25 @@ bool gemm_accesses(const MatrixLayout& a, const MatrixLayout& b, const MatrixLay
   return ok;
 }
 
+bool gemm_ex_accesses(const GemmExArgs& g, bool c_read, std::vector<trace::CallAccessEntry>& out) {
+  out.clear();
+  if (g.m < 0 || g.n < 0 || g.k < 0) return false;
+  auto layout = [&](uint64_t ptr, int type, uint64_t rows, uint64_t cols, int64_t ld, int64_t stride) {
+    MatrixLayout l;
+    l.ptr = ptr;
+    l.rows = rows;
+    l.cols = cols;
+    l.ld = ld;
+    l.elem_bytes = cuda_data_type_bytes(type);
+    l.batch = g.batch;
+    l.batch_stride = stride;
+    return l;
+  };
+  const uint64_t m = uint64_t(g.m), n = uint64_t(g.n), k = uint64_t(g.k);
+  const MatrixLayout a = g.trans_a ? layout(g.a, g.a_type, k, m, g.lda, g.stride_a) : layout(g.a, g.a_type, m, k, g.lda, g.stride_a);
+  const MatrixLayout b = g.trans_b ? layout(g.b, g.b_type, n, k, g.ldb, g.stride_b) : layout(g.b, g.b_type, k, n, g.ldb, g.stride_b);
+  const MatrixLayout c = layout(g.c, g.c_type, m, n, g.ldc, g.stride_c);
+  return gemm_accesses(a, b, c, c_read, c, out);
+}
+
 }  // namespace streamrace::tracer

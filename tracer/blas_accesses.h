@@ -38,4 +38,19 @@ bool append_matrix_access(const MatrixLayout& m, trace::AccessDir dir, std::vect
 bool gemm_accesses(const MatrixLayout& a, const MatrixLayout& b, const MatrixLayout& c, bool c_read,
                    const MatrixLayout& d, std::vector<trace::CallAccessEntry>& out);
 
+// The matrices of cublasGemmEx / cublasGemmStridedBatchedEx (column-major): op(A) is m x k,
+// op(B) k x n, C m x n; a transposed operand (CUBLAS_OP_T or _C) is stored as its transpose
+// (A: k x m with lda >= k). Strides in elements, `batch` 1 for cublasGemmEx; types are
+// cudaDataType_t values. C is read only with `c_read` (beta may be non-zero).
+struct GemmExArgs {
+  bool trans_a = false, trans_b = false;
+  int64_t m = 0, n = 0, k = 0;
+  uint64_t a = 0, b = 0, c = 0;
+  int a_type = 0, b_type = 0, c_type = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  int64_t batch = 1;
+};
+bool gemm_ex_accesses(const GemmExArgs& g, bool c_read, std::vector<trace::CallAccessEntry>& out);
+
 }  // namespace streamrace::tracer

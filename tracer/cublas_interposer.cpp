@@ -118,18 +118,28 @@ void gemm_ex_ranges(cublasHandle_t handle, cublasOperation_t ta, cublasOperation
                     const void* A, cudaDataType at, int lda, long long sa, const void* B, cudaDataType bt, int ldb,
                     long long sb, const void* beta, const void* C, cudaDataType ct, int ldc, long long sc, int batch,
                     int compute, BlasScope& scope) {
-  if (!scope.outer() || m < 0 || n < 0 || k < 0) return;
-  MatrixLayout a = ta == CUBLAS_OP_N ? col_major(A, at, uint64_t(m), uint64_t(k), lda)
-                                     : col_major(A, at, uint64_t(k), uint64_t(m), lda);
-  MatrixLayout b = tb == CUBLAS_OP_N ? col_major(B, bt, uint64_t(k), uint64_t(n), ldb)
-                                     : col_major(B, bt, uint64_t(n), uint64_t(k), ldb);
-  MatrixLayout c = col_major(C, ct, uint64_t(m), uint64_t(n), ldc);
-  a.batch = b.batch = c.batch = batch;
-  a.batch_stride = sa;
-  b.batch_stride = sb;
-  c.batch_stride = sc;
+  if (!scope.outer()) return;
+  GemmExArgs g;
+  g.trans_a = ta != CUBLAS_OP_N;
+  g.trans_b = tb != CUBLAS_OP_N;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = reinterpret_cast<uint64_t>(A);
+  g.b = reinterpret_cast<uint64_t>(B);
+  g.c = reinterpret_cast<uint64_t>(C);
+  g.a_type = int(at);
+  g.b_type = int(bt);
+  g.c_type = int(ct);
+  g.lda = lda;
+  g.ldb = ldb;
+  g.ldc = ldc;
+  g.stride_a = sa;
+  g.stride_b = sb;
+  g.stride_c = sc;
+  g.batch = batch;
   std::vector<trace::CallAccessEntry>& out = ranges_buffer();
-  if (gemm_accesses(a, b, c, beta_may_be_nonzero(handle, beta, compute), c, out)) scope.attach(out);
+  if (gemm_ex_accesses(g, beta_may_be_nonzero(handle, beta, compute), out)) scope.attach(out);
 }
 
 template <typename T>

@@ -121,5 +121,58 @@ TEST(BlasAccesses, GemmReadsAAndBAndWritesDReadingCOnlyWithBeta) {
   EXPECT_TRUE(out.empty());
 }
 
+GemmExArgs bf16_gemm(int64_t m, int64_t n, int64_t k) {
+  GemmExArgs g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.a = 0x10000;
+  g.b = 0x20000;
+  g.c = 0x30000;
+  g.a_type = g.b_type = g.c_type = 14;  // CUDA_R_16BF
+  return g;
+}
+
+TEST(BlasAccesses, GemmExStoresATransposedOperandAsItsTranspose) {
+  // m 64, n 16, k 32. Not transposed: A is 64 x 32 (lda 64), B 32 x 16 (ldb 32).
+  GemmExArgs g = bf16_gemm(64, 16, 32);
+  g.lda = 64;
+  g.ldb = 32;
+  g.ldc = 64;
+  std::vector<CallAccessEntry> out;
+  ASSERT_TRUE(gemm_ex_accesses(g, false, out));
+  EXPECT_TRUE(same(out, {{0x10000, 64 * 32 * 2, dir(AccessDir::kRead)},
+                         {0x20000, 32 * 16 * 2, dir(AccessDir::kRead)},
+                         {0x30000, 64 * 16 * 2, dir(AccessDir::kWrite)}}));
+  // Transposed (as PyTorch's x @ W.T): A stored 32 x 64 (lda 32), B stored 16 x 32 (ldb 16).
+  g.trans_a = g.trans_b = true;
+  g.lda = 32;
+  g.ldb = 16;
+  ASSERT_TRUE(gemm_ex_accesses(g, true, out));
+  EXPECT_TRUE(same(out, {{0x10000, 32 * 64 * 2, dir(AccessDir::kRead)},
+                         {0x20000, 16 * 32 * 2, dir(AccessDir::kRead)},
+                         {0x30000, 64 * 16 * 2, dir(AccessDir::kReadWrite)}}));
+  // A transposed operand with the untransposed leading dimension (below its rows) is no layout.
+  g.lda = 16;
+  EXPECT_FALSE(gemm_ex_accesses(g, true, out));
+  EXPECT_TRUE(out.empty());
+}
+
+TEST(BlasAccesses, GemmExBatchesFollowTheirStrides) {
+  GemmExArgs g = bf16_gemm(16, 16, 16);
+  g.lda = g.ldb = g.ldc = 16;
+  g.batch = 8;
+  g.stride_a = 256;  // back to back
+  g.stride_b = 0;    // one B for every batch
+  g.stride_c = 512;  // every other slot
+  std::vector<CallAccessEntry> out;
+  ASSERT_TRUE(gemm_ex_accesses(g, false, out));
+  EXPECT_TRUE(same(out, {{0x10000, 8 * 256 * 2, dir(AccessDir::kRead)},
+                         {0x20000, 256 * 2, dir(AccessDir::kRead)},
+                         {0x30000, (7 * 512 + 256) * 2, dir(AccessDir::kWrite, true)}}));
+  g.k = -1;
+  EXPECT_FALSE(gemm_ex_accesses(g, false, out));
+}
+
 }  // namespace
 }  // namespace streamrace::tracer
