@@ -588,16 +588,6 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
   trace::KernelLaunchHead h{};
   std::vector<uint64_t>& ptrs = launch_pointers();
   kernel_head(call, e, stream, device, h, ptrs);
-  // Inside a cuBLAS call: the call's byte ranges follow (trace format 1.5).
-  const TracerThreadState& ts = thread_state();
-  if (ts.blas_access_count != 0) {
-    h.flags |= trace::kKernelCallAccesses;
-    ptrs.push_back(ts.blas_access_count);
-    for (uint32_t i = 0; i < ts.blas_access_count; ++i) {
-      const trace::CallAccessEntry& a = ts.blas_accesses[i];
-      ptrs.insert(ptrs.end(), {a.addr, a.bytes, a.info});
-    }
-  }
   rec_->add_call(h, e.api, capture_stack(), ptrs);
 }
 
@@ -705,6 +695,15 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash2) : 0u) |
             (precise ? uint32_t(trace::kKernelPrecise) : 0u) | (by_signature ? uint32_t(trace::kKernelArgsBySignature) : 0u);
   if (scanned) ptrs.push_back(args_hash.value(nhashed));  // after the pointers: the caller writes them all as the tail
+  // A launch inside a cuBLAS call: the call's byte ranges follow (trace format 1.5).
+  if (launch && ts.blas_access_count != 0) {
+    h.flags |= trace::kKernelCallAccesses;
+    ptrs.push_back(ts.blas_access_count);
+    for (uint32_t i = 0; i < ts.blas_access_count; ++i) {
+      const trace::CallAccessEntry& a = ts.blas_accesses[i];
+      ptrs.insert(ptrs.end(), {a.addr, a.bytes, a.info});
+    }
+  }
 }
 
 }  // namespace streamrace::tracer
