@@ -139,6 +139,11 @@ void TraceAnalysis::finish(CallStream& stream, RecordObserver* observer) {
                                     precise_unmeasured_launches_, precise_unmeasured_launches_ == 1 ? "" : "es",
                                     names)});
   }
+  if (call_range_unread_)
+    notices_.push_back({"warning", path_,
+                        fmt::format("cuBLAS: the call ranges of {} kernel launch{} could not be read (a malformed "
+                                    "list): they keep the default tier's accesses (possible findings at most)",
+                                    call_range_unread_, call_range_unread_ == 1 ? "" : "es")});
   if (call_range_launches_)
     notices_.push_back({"info", path_,
                         fmt::format("cuBLAS: {} kernel launch{} took their matrices' byte ranges from the cuBLAS "
@@ -492,6 +497,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
   // they touch, as a precise measurement does (and instead of one: a TMA GEMM's measurement
   // misses its matrices). Pointers they do not touch keep the default tier's access below.
   const bool call_ranges = (k.flags & kKernelCallAccesses) && read_call_ranges(k, tail);
+  if ((k.flags & kKernelCallAccesses) && !call_ranges) ++call_range_unread_;
   if (call_ranges) {
     ++call_range_launches_;
     for (const KernelAccess& ka : call_ranges_) {

@@ -232,6 +232,7 @@ class TraceAnalysis {
   std::vector<uint8_t> unmeasured_;  // per pointer of the precise launch being analysed
   std::vector<trace::KernelAccess> call_ranges_;  // the cuBLAS call's ranges of the launch being analysed
   uint64_t call_range_launches_ = 0;  // launches whose accesses came from their cuBLAS call's arguments
+  uint64_t call_range_unread_ = 0;    // launches flagged with call ranges whose list could not be read
   // Learned access signatures: the loaded ones and this trace's so far (book_), this trace's
   // alone (observed_); launches that took their accesses from one, launches learnt from.
   SignatureBook book_, observed_;

@@ -122,6 +122,12 @@ TEST(CallRanges, AMalformedRangeListIsIgnoredNotTrusted) {
   ASSERT_EQ(r.findings.size(), 1u);
   EXPECT_EQ(r.findings[0].confidence, Confidence::kPossible);
   EXPECT_FALSE(r.findings[0].earlier.by_library_call);
+  bool warned = false;
+  for (const auto& n : r.notices)
+    warned |= n.level == "warning" &&
+              n.text == "cuBLAS: the call ranges of 1 kernel launch could not be read (a malformed list): they keep "
+                        "the default tier's accesses (possible findings at most)";
+  EXPECT_TRUE(warned);
 }
 
 }  // namespace
