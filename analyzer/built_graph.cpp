@@ -151,6 +151,7 @@ std::shared_ptr<const RunnableGraph> make_runnable(const BuiltGraph& g, uint64_t
     RunnableGraph::Node node;
     node.type = fn.type;
     if (fn.src && fn.type != GraphNodeType::kEmpty) {
+      node.handle = fn.src->handle;
       node.event = fn.src->event;
       node.work_kind = fn.src->work_kind;
       node.work = fn.src->work;

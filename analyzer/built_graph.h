@@ -53,6 +53,7 @@ struct RunnableGraph {
     std::vector<uint8_t> work;
     uint32_t branch = 0;
     bool snapshot = false;  // a node on another branch depends on it, or it records an event
+    uint64_t handle = 0;    // the node's handle in its graph (GraphNode::handle; 0: none)
   };
   std::vector<Node> nodes;  // in run order
   std::unordered_map<uint64_t, uint32_t> by_handle;  // the graph's own (not inlined) nodes

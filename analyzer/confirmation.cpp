@@ -30,15 +30,18 @@ const char* to_string(ConfirmOutcome o) {
 
 // Why a finding the confirming run does not report is still undecided; empty when every
 // kernel behind it was measured there (so its absence means the measured ranges are apart).
-std::string undecided_reason(const Finding& f, const std::set<std::string>& measured) {
+std::string undecided_reason(const Finding& f, const std::set<std::string>& measured,
+                             const std::set<std::string>& measured_nodes) {
   std::string why;
   for (const Access* a : {&f.earlier, &f.later}) {
     if (a->exact || a->op_kind != "kernel") continue;
     std::string r;
-    if (a->graph_launch)
-      r = a->op + " ran as a kernel node of a CUDA graph, which precise mode does not measure";
-    else if (!measured.count(a->op))
+    if (a->graph_launch) {
+      if (!measured_nodes.count(a->op))
+        r = a->op + " ran as a kernel node of a CUDA graph, and no such node was measured in the confirming run";
+    } else if (!measured.count(a->op)) {
       r = a->op + " had no measured launch in the confirming run";
+    }
     if (r.empty() || why.find(r) != std::string::npos) continue;
     why += why.empty() ? "" : "; ";
     why += r;
@@ -47,7 +50,8 @@ std::string undecided_reason(const Finding& f, const std::set<std::string>& meas
 }
 
 std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, const std::vector<Finding>& second,
-                                           const std::set<std::string>& patched, const std::set<std::string>& measured) {
+                                           const std::set<std::string>& patched, const std::set<std::string>& measured,
+                                           const std::set<std::string>& measured_nodes) {
   std::vector<Confirmation> out;
   for (const Finding& f : first) {
     if (f.confidence != Confidence::kPossible) continue;
@@ -60,7 +64,7 @@ std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, co
     }
     if (c.after) {
       c.outcome = c.after->confidence == Confidence::kCertain ? ConfirmOutcome::kConfirmed : ConfirmOutcome::kStillPossible;
-    } else if (std::string why = undecided_reason(f, measured); !why.empty()) {
+    } else if (std::string why = undecided_reason(f, measured, measured_nodes); !why.empty()) {
       // Not reported again, but not because measured ranges were found apart.
       c.outcome = ConfirmOutcome::kStillPossible;
       c.reason = "not decided: " + why;

@@ -35,11 +35,13 @@ struct Confirmation {
 // One entry per `possible` finding of `first`, in its order. `patched`: the kernels the
 // confirming run was told to measure (names as in findings), for the reason of a
 // still-possible one. `measured`: the kernels with at least one measured launch in the
-// confirming run (TraceSummary::measured_kernels); a finding the confirming run does not
-// report is `gone` only when each kernel behind it was measured there, and not as a graph node.
+// confirming run (TraceSummary::measured_kernels), `measured_nodes` those with a measured
+// kernel node of a graph launch (measured_graph_kernels); a finding the confirming run does not
+// report is `gone` only when each kernel behind it was measured there as what it ran as (a
+// launch, or a graph's kernel node).
 std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, const std::vector<Finding>& second,
-                                           const std::set<std::string>& patched,
-                                           const std::set<std::string>& measured);
+                                           const std::set<std::string>& patched, const std::set<std::string>& measured,
+                                           const std::set<std::string>& measured_nodes = {});
 
 // "3 possible findings confirmed in precise mode: 1 certain, 2 gone, 0 still possible".
 std::string confirmation_summary(const std::vector<Confirmation>& c);

@@ -138,6 +138,8 @@ struct TraceSummary {
   // Precise mode: the kernels (names as in findings) with at least one measured launch in
   // this trace. Kept in memory for `run --confirm` (not part of the JSON document).
   std::vector<std::string> measured_kernels;
+  // ... and those with a measured kernel node of a CUDA graph launch (KernelNodeAccess).
+  std::vector<std::string> measured_graph_kernels;
 };
 
 // Which slice of a job's trace list a result covers (`analyze --shard I/N`); count 0: the

@@ -176,9 +176,10 @@ void TraceAnalysis::finish(CallStream& stream, RecordObserver* observer) {
   }
   if (precise_graph_kernels_)
     notices_.push_back({"warning", path_,
-                        fmt::format("{} kernel nodes of CUDA graphs ran without measured accesses: precise mode does "
-                                    "not measure graph nodes yet; their accesses are the default tier's (pointer "
-                                    "arguments, possible findings at most)",
+                        fmt::format("{} kernel nodes of CUDA graphs ran without measured accesses (none recorded "
+                                    "for their launch and node: sampled out, no free interval slot, or a node the "
+                                    "trace cannot name); their accesses are the default tier's (pointer arguments, "
+                                    "possible findings at most)",
                                     precise_graph_kernels_)});
   if (capture_opens_ > 0 || h.extra.count("capture")) {
     auto cap = h.extra.find("capture");
@@ -224,6 +225,17 @@ void TraceAnalysis::collect_precise_accesses() {
     if (r.kind == RecordKind::kKernelAccess) {
       KernelAccess ka = r.as<KernelAccess>();
       precise_[ka.correlation].push_back(ka);
+    } else if (r.kind == RecordKind::kKernelNodeAccess) {
+      const auto na = r.as<KernelNodeAccess>();
+      KernelAccess ka{};
+      ka.correlation = na.correlation;
+      ka.addr = na.addr;
+      ka.bytes = na.bytes;
+      ka.dir = na.dir;
+      ka.overflowed = na.overflowed;
+      node_precise_[{na.correlation, na.node}].push_back(ka);
+      auto [it, fresh] = node_by_name_.try_emplace({na.correlation, na.name_id}, na.node);
+      if (!fresh && it->second != na.node) it->second = 0;  // two nodes of one launch: the name names neither
     }
   });
 }
@@ -310,7 +322,8 @@ void TraceAnalysis::dispatch(const RecordView& r) {
       on_host_access(r.as<HostAccess>());
       return;
     case RecordKind::kKernelAccess:
-      return;  // precise tier: gathered up front, applied with its launch (on_kernel)
+    case RecordKind::kKernelNodeAccess:
+      return;  // precise tier: gathered up front, applied with its launch or graph node (on_kernel)
     case RecordKind::kAlloc:
       on_alloc(r.as<Alloc>());
       return;
@@ -480,6 +493,43 @@ void TraceAnalysis::note_measured(uint32_t name_id) {
   if (std::find(m.begin(), m.end(), name) == m.end()) m.push_back(name);
 }
 
+namespace {
+// A measured interval as an access of the launch `base` describes: exact with its direction,
+// a hull (direction known, extent not exact), or an overflowed region of unknown direction.
+AccessEpoch measured_epoch(const AccessEpoch& base, const KernelAccess& ka) {
+  AccessEpoch e = base;
+  e.addr = ka.addr;
+  e.bytes = ka.bytes;
+  if (ka.overflowed == trace::kAccessHull) {
+    e.write = ka.dir != AccessDir::kRead;
+    e.also_reads = ka.dir == AccessDir::kReadWrite;
+    e.inexact = true;
+  } else if (ka.overflowed) {
+    e.maybe_write = true;
+  } else {
+    e.write = ka.dir != AccessDir::kRead;
+    e.also_reads = ka.dir == AccessDir::kReadWrite;
+  }
+  return e;
+}
+}  // namespace
+
+const std::vector<KernelAccess>* TraceAnalysis::node_measurement(uint32_t name_id) const {
+  if (current_node_handle_ != 0) {
+    auto it = node_precise_.find({current_graph_correlation_, current_node_handle_});
+    if (it != node_precise_.end()) return &it->second;
+  }
+  // The handle names no measured node (a captured graph's nodes have none in the trace, an
+  // inlined child graph's are copies): the kernel's name does, if this graph has one kernel
+  // node with it and one node with it was measured.
+  auto n = current_kernel_names_.find(name_id);
+  if (n == current_kernel_names_.end() || n->second != 1) return nullptr;
+  auto by = node_by_name_.find({current_graph_correlation_, name_id});
+  if (by == node_by_name_.end() || by->second == 0) return nullptr;
+  auto it = node_precise_.find({current_graph_correlation_, by->second});
+  return it == node_precise_.end() ? nullptr : &it->second;
+}
+
 void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t> tail) {
   StreamState& s = hb_.begin_op(k.stream, k.call.thread);
   AccessEpoch base = epoch_for(k.call, s, OpKind::kKernel, k.name_id);
@@ -518,26 +568,27 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
       auto it = precise_.find(k.correlation);
       if (it != precise_.end() && !current_launch_) precise_.erase(it);
     }
+  } else if (const std::vector<KernelAccess>* node = current_launch_ && !opts_.ignore_precise && !node_precise_.empty()
+                                                         ? node_measurement(k.name_id)
+                                                         : nullptr) {
+    // A kernel node of a graph launch that precise mode measured (KernelNodeAccess).
+    const std::string& name = str(k.name_id);
+    auto& m = summary_.measured_graph_kernels;
+    if (std::find(m.begin(), m.end(), name) == m.end()) m.push_back(name);
+    for (const KernelAccess& ka : *node) {
+      ++access_number_;
+      apply_one(s, measured_epoch(base, ka));
+    }
+    measured = node->data();
+    measured_n = node->size();
+    precise_launch = true;
   } else if ((k.flags & kKernelPrecise) && !opts_.ignore_precise) {
     auto it = precise_.find(k.correlation);
     if (it != precise_.end()) {
       note_measured(k.name_id);
       for (const KernelAccess& ka : it->second) {
         ++access_number_;
-        AccessEpoch e = base;
-        e.addr = ka.addr;
-        e.bytes = ka.bytes;
-        if (ka.overflowed == trace::kAccessHull) {  // direction known, extent a hull: not exact
-          e.write = ka.dir != AccessDir::kRead;
-          e.also_reads = ka.dir == AccessDir::kReadWrite;
-          e.inexact = true;
-        } else if (ka.overflowed) {
-          e.maybe_write = true;
-        } else {
-          e.write = ka.dir != AccessDir::kRead;
-          e.also_reads = ka.dir == AccessDir::kReadWrite;
-        }
-        apply_one(s, e);
+        apply_one(s, measured_epoch(base, ka));
       }
       measured = it->second.data();
       measured_n = it->second.size();
@@ -546,8 +597,8 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     } else if (current_launch_ == 0) {
       precise_launch = true;  // an eager launch that measured no access at all
     } else {
-      // A kernel node of a graph launch: precise mode measures no graph node yet, so its
-      // accesses are the default tier's below (its pointer arguments, possible), never none.
+      // A kernel node of a graph launch with no measured intervals: its accesses are the
+      // default tier's below (its pointer arguments, possible), never none.
       ++precise_graph_kernels_;
     }
   }
@@ -866,8 +917,10 @@ void TraceAnalysis::on_graph_launch(const GraphLaunch& g) {
     v.vc.join(entry);
   }
   std::unordered_map<uint64_t, VectorClock> events;  // the capture's events, this launch
+  begin_node_measurements(g.correlation, graph.nodes, [](const CapturedNode& n) { return std::pair{n.kind, &n.body}; });
   for (const CapturedNode& node : graph.nodes) replay_node(node, run.branches[node.branch], g.call.thread, events);
   current_launch_ = 0;
+  current_graph_correlation_ = 0;
   VectorClock end;
   for (size_t b = 0; b < graph.streams.size(); ++b) end.join(hb_.stream(run.branches[b]).vc);
   hb_.stream(g.stream).vc.join(end);  // what follows on the launch stream waits for every node
@@ -904,6 +957,8 @@ void TraceAnalysis::on_built_graph_launch(const GraphLaunch& g, StreamState& s, 
       if (const EventState* es = hb_.event(n.event); es && es->recorded) before[n.event] = es->snapshot;
   std::vector<VectorClock> done(graph.nodes.size());
   std::vector<std::pair<uint64_t, uint32_t>> records;  // event, node
+  begin_node_measurements(g.correlation, graph.nodes,
+                          [](const RunnableGraph::Node& n) { return std::pair{n.work_kind, &n.work}; });
   for (uint32_t i = 0; i < graph.nodes.size(); ++i) {
     const RunnableGraph::Node& n = graph.nodes[i];
     const uint64_t vs = run.branches[n.branch];
@@ -916,12 +971,15 @@ void TraceAnalysis::on_built_graph_launch(const GraphLaunch& g, StreamState& s, 
         records.emplace_back(n.event, i);
         break;
       default:
+        current_node_handle_ = n.handle;
         if (!n.work.empty()) replay_work(n.work_kind, n.work, vs, g.call.thread);
+        current_node_handle_ = 0;
         break;
     }
     if (n.snapshot) done[i] = hb_.stream(vs).vc;
   }
   current_launch_ = 0;
+  current_graph_correlation_ = 0;
   VectorClock end;
   for (uint32_t b = 0; b < graph.branches; ++b) end.join(hb_.stream(run.branches[b]).vc);
   hb_.stream(g.stream).vc.join(end);

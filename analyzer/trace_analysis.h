@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -155,6 +156,27 @@ class TraceAnalysis {
   std::vector<Frame> resolve_stack(uint32_t id) const;
   const std::string& str(uint32_t id) const;
   void note_measured(uint32_t name_id);  // summary_.measured_kernels
+  // The measured intervals of the kernel node being run with this name (KernelNodeAccess),
+  // or nullptr: by the node's handle, else by the name when the launch's graph has one kernel
+  // node with it.
+  const std::vector<trace::KernelAccess>* node_measurement(uint32_t name_id) const;
+  // At a graph launch with this correlation: counts the kernel names of its nodes (each node's
+  // work kind and body by `work`) if any of its nodes was measured.
+  template <typename Node, typename Work>
+  void begin_node_measurements(uint64_t correlation, const std::vector<Node>& nodes, Work work) {
+    current_graph_correlation_ = correlation;
+    current_kernel_names_.clear();
+    if (node_by_name_.empty()) return;
+    auto it = node_by_name_.lower_bound({correlation, 0});
+    if (it == node_by_name_.end() || it->first.first != correlation) return;
+    for (const Node& n : nodes) {
+      const auto [kind, body] = work(n);
+      if (kind != trace::RecordKind::kKernelLaunch || body->size() < sizeof(trace::KernelLaunchHead)) continue;
+      trace::KernelLaunchHead k;
+      std::memcpy(&k, body->data(), sizeof k);
+      ++current_kernel_names_[k.name_id];
+    }
+  }
 
   std::string path_;
   AnalyzerOptions opts_;
@@ -167,6 +189,15 @@ class TraceAnalysis {
   std::vector<trace::NcclCall> group_ops_;
   // Precise tier: each launch's measured intervals, by correlation id.
   std::unordered_map<uint64_t, std::vector<trace::KernelAccess>> precise_;
+  // ... and each kernel node's of a graph launch, by {the launch's correlation, node handle};
+  // by {correlation, name id}: the node measured with that name, 0 when several were.
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<trace::KernelAccess>> node_precise_;
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> node_by_name_;
+  // While a graph launch runs its nodes: its correlation, the node's handle (0: not known, as
+  // for captured graphs), and how many kernel nodes of each name id the graph holds (only
+  // when the launch has measured nodes).
+  uint64_t current_graph_correlation_ = 0, current_node_handle_ = 0;
+  std::unordered_map<uint32_t, uint32_t> current_kernel_names_;
   // Length of the latest exact access starting at each address (kernel extents, see
   // AnalyzerOptions): the caching allocator reuses addresses, so the latest use counts.
   AddressLengthMap exact_extent_;

@@ -20,6 +20,9 @@
 #                   API domains enabled, through CUDA_INJECTION64_PATH
 #   floor_cbids     the empty subscriber with only the callback ids the tracer enables
 #                   (read from tracer/cuda_call_table.cpp; FLOOR_CBIDS overrides)
+#   confirmwin      the window `run --confirm` re-runs: precise mode on the kernels of one
+#                   possible finding only (CONFIRM_KERNELS, a --precise regex; default the
+#                   BF16 elementwise add of ZeRO-2's former false finding)
 #
 #   bash bench/realistic_overhead.sh            # on the GPU machine, from the repo root
 #
@@ -43,6 +46,7 @@
 #   CUPTI_FLOOR_LIB  a prebuilt libcupti_floor.so (default: built now with g++ by
 #                bench/cupti_floor/build.sh, else gpu-carry/lib/libcupti_floor.so)
 #   FLOOR_CBIDS  a CUPTI_FLOOR_CBIDS list or @FILE for floor_cbids
+#   CONFIRM_KERNELS  the --precise regex of confirmwin (default 'CUDAFunctor_add<c10::BFloat16>')
 #   DRY_RUN=1    no GPU: run the tiny CPU variants of the jobs (tests this script's plumbing)
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -63,6 +67,7 @@ RUN_TIMEOUT_S=${RUN_TIMEOUT_S:-240}
 JOBS=${JOBS:-"launch zero2"}
 CONFIGS=${CONFIGS:-"untraced streamrace nostacks floor_domains floor_cbids"}
 OUT=${OUT:-/tmp/realistic_overhead}
+CONFIRM_KERNELS=${CONFIRM_KERNELS:-'CUDAFunctor_add<c10::BFloat16>'}
 PYTHON=${PYTHON:-python3}
 DRY_RUN=${DRY_RUN:-0}
 MARGIN_S=${MARGIN_S:-15}   # kept back for writing the results
@@ -215,6 +220,8 @@ run_one() {  # job cfg round
         oldstacks)     STREAMRACE_PYTHON_SITES=0 STREAMRACE_NATIVE_UNWIND=dwarf timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         nostacks)      STREAMRACE_STACKS=none timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         noblocks)      STREAMRACE_TORCH_ALLOCATOR=0 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        confirmwin)    STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color --precise="$CONFIRM_KERNELS" \
+                           -o "$tdir" -- "${cmd[@]}" ;;
         floor_domains) CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=domains timeout -k 10 "$t" "${cmd[@]}" ;;
         floor_cbids)   CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=cbids CUPTI_FLOOR_CBIDS="@$CBID_FILE" \
                            timeout -k 10 "$t" "${cmd[@]}" ;;
@@ -225,7 +232,7 @@ run_one() {  # job cfg round
     wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
     metric=$(grep -oE "^$(job_metric "$job") [0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
     case $cfg in
-        streamrace|nostacks|noblocks|oldstacks|selftime)
+        streamrace|nostacks|noblocks|oldstacks|selftime|confirmwin)
             bytes=$(du -sb "$tdir" | cut -f1)
             files=$(find "$tdir" -name '*.srace' | wc -l)
             if [[ "$files" -eq 0 ]]; then
@@ -234,7 +241,8 @@ run_one() {  # job cfg round
             fi
             info="${info:+$info; }$(grep -m1 -E '^streamrace run: [0-9]+ traces? in' "$log" || true)"
             info="${info:+$info; }$(grep -m1 -oE 'python call sites: .*' "$log" || true)"
-            info="${info:+$info; }$(grep -m1 -oE 'self time \(.*' "$log" || true)" ;;
+            info="${info:+$info; }$(grep -m1 -oE 'self time \(.*' "$log" || true)"
+            info="${info:+$info; }$(grep -m1 -oE 'precise mode: [0-9]+ modules patched.*' "$log" || true)" ;;
         floor_*)
             info=$(grep -m1 -oE 'cupti_floor: .*' "$log" || echo "no cupti_floor line: the subscriber did not start")
             [[ "$info" == *" enabled"* && "$info" != *"nothing enabled"* ]] || status=invalid ;;
@@ -264,7 +272,7 @@ cfgs=()
 for c in $CONFIGS; do
     case $c in
         untraced) ;;
-        streamrace|nostacks|noblocks|oldstacks|selftime) (( HAVE_SR )) || continue ;;
+        streamrace|nostacks|noblocks|oldstacks|selftime|confirmwin) (( HAVE_SR )) || continue ;;
         floor_domains|floor_cbids) (( HAVE_FLOOR )) || continue ;;
         *) note "unknown configuration '$c' ignored"; continue ;;
     esac

@@ -461,10 +461,14 @@ int analyze_run(const RunArgs& a, const Launch& run, analysis::AnalysisResult& r
   return -1;
 }
 
-// The kernels with at least one measured launch in a precise run's traces.
-std::set<std::string> measured_kernels(const analysis::AnalysisResult& r) {
+// The kernels with at least one measured launch in a precise run's traces (`graph_nodes`:
+// with a measured kernel node of a graph launch).
+std::set<std::string> measured_kernels(const analysis::AnalysisResult& r, bool graph_nodes = false) {
   std::set<std::string> out;
-  for (const auto& t : r.traces) out.insert(t.measured_kernels.begin(), t.measured_kernels.end());
+  for (const auto& t : r.traces) {
+    const auto& names = graph_nodes ? t.measured_graph_kernels : t.measured_kernels;
+    out.insert(names.begin(), names.end());
+  }
   return out;
 }
 
@@ -633,7 +637,8 @@ int run_traced(RunArgs a) {
     }
   }
   std::vector<analysis::Confirmation> confirmed =
-      analysis::confirm_findings(first_result.findings, result.findings, kernels, measured_kernels(result));
+      analysis::confirm_findings(first_result.findings, result.findings, kernels, measured_kernels(result),
+                                 measured_kernels(result, true));
   return report_run(a, second, confirm_dir, result, confirmed);
 #else
   return precise_unavailable();

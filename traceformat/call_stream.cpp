@@ -84,6 +84,7 @@ size_t record_fixed_size(RecordKind kind) {
     case RecordKind::kMemset: return sizeof(Memset);
     case RecordKind::kKernelAccess: return sizeof(KernelAccess);
     case RecordKind::kHostAccess: return sizeof(HostAccess);
+    case RecordKind::kKernelNodeAccess: return sizeof(KernelNodeAccess);
     case RecordKind::kAlloc: return sizeof(Alloc);
     case RecordKind::kFree: return sizeof(Free);
     case RecordKind::kAllocatorBlock: return sizeof(AllocatorBlock);
@@ -224,6 +225,9 @@ void CallStream::check(const RecordView& r) {
       }
       break;
     }
+    case RecordKind::kKernelNodeAccess:
+      check_id("kernel node name id", r.as<KernelNodeAccess>().name_id);
+      break;
     case RecordKind::kCaptureMark: {
       auto m = r.as<CaptureMark>();
       if (m.action < CaptureAction::kStep || m.action > CaptureAction::kWindowClose)

@@ -16,7 +16,7 @@ static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the trace format is li
 
 inline constexpr char kFileMagic[8] = {'S', 'R', 'A', 'C', 'E', 'T', 'R', 'C'};
 inline constexpr uint16_t kVersionMajor = 1;
-inline constexpr uint16_t kVersionMinor = 5;  // 1.1: StreamCapture.graph, GraphCall; 1.2: GraphEdit, GraphCall.flags, HostAccess; 1.3: CaptureMark; 1.4: KernelLaunch arguments' hash; 1.5: its XXH3 twin
+inline constexpr uint16_t kVersionMinor = 6;  // 1.1: StreamCapture.graph, GraphCall; 1.2: GraphEdit, GraphCall.flags, HostAccess; 1.3: CaptureMark; 1.4: KernelLaunch arguments' hash; 1.5: its XXH3 twin; 1.6: KernelNodeAccess
 inline constexpr uint32_t kChunkMagic = 0x4B4E4843;  // "CHNK"
 inline constexpr uint32_t kMaxChunkBytes = 64u << 20;  // sanity bound on raw and stored size
 inline constexpr uint32_t kMaxHeaderBytes = 1u << 20;
@@ -50,6 +50,7 @@ enum class RecordKind : uint16_t {
   kMemset = 32,
   kKernelAccess = 33,  // precise tier: one exact interval of one launch
   kHostAccess = 34,    // --host-accesses: the host touched a guarded page of a pinned copy's host side
+  kKernelNodeAccess = 35,  // 1.6, precise tier: one exact interval of one kernel node of one graph launch
   kAlloc = 40,
   kFree = 41,
   kAllocatorBlock = 42,  // a framework allocator's block event (PyTorch's caching allocator)
@@ -74,6 +75,7 @@ constexpr bool has_call_info(RecordKind k) {
     case RecordKind::kStringDef:
     case RecordKind::kStackDef:
     case RecordKind::kKernelAccess:
+    case RecordKind::kKernelNodeAccess:
     case RecordKind::kOpTiming:
     case RecordKind::kNotice:
       return false;
@@ -331,6 +333,24 @@ struct KernelAccess {
   uint16_t reserved0;
   uint32_t reserved1;
 };
+
+// 1.6, precise tier: one interval a kernel node of a CUDA graph launch touched, as KernelAccess
+// is for a launch. `correlation` is the GraphLaunch's; `node` the node's handle as the Compute
+// Sanitizer API names it in its node-launch callback (for a graph built with the explicit API,
+// the handle cudaGraphAdd*Node returned: GraphEdit.node); `name_id` the kernel's name (a
+// StringDef id), which identifies the node where its handle does not (captured graphs).
+struct KernelNodeAccess {
+  SR_RECORD(kKernelNodeAccess);
+  uint64_t correlation;
+  uint64_t node;
+  uint64_t addr;
+  uint64_t bytes;
+  AccessDir dir;
+  uint8_t overflowed;  // as KernelAccess::overflowed
+  uint16_t reserved0;
+  uint32_t name_id;
+};
+static_assert(sizeof(KernelNodeAccess) == 40);
 
 // --host-accesses (tracer/page_guard.h): between an async copy's enqueue and the first host
 // synchronisation that orders the host after it, the tracer write-protects the pages of the

@@ -235,6 +235,20 @@ void TraceBuilder::kernel_access(uint64_t correlation, uint64_t addr, uint64_t b
   maybe_flush();
 }
 
+void TraceBuilder::kernel_node_access(uint64_t correlation, uint64_t node, std::string_view kernel, uint64_t addr,
+                                      uint64_t bytes, AccessDir dir, uint8_t overflowed) {
+  KernelNodeAccess r{};
+  r.correlation = correlation;
+  r.node = node;
+  r.addr = addr;
+  r.bytes = bytes;
+  r.dir = dir;
+  r.overflowed = overflowed;
+  r.name_id = str(kernel);
+  chunk_.add(r);
+  maybe_flush();
+}
+
 uint64_t TraceBuilder::memcpy(uint64_t stream, uint64_t dst, uint64_t src, uint64_t bytes, CopyKind kind, bool async,
                               MemKind src_mem, MemKind dst_mem, std::string_view api) {
   Memcpy r{};

@@ -74,6 +74,9 @@ class TraceBuilder {
                           const std::vector<CallAccessEntry>& ranges, uint32_t flags = kKernelArgsScanned);
   // overflowed: 0 exact, kAccessRegion (or true), kAccessHull (records.h)
   void kernel_access(uint64_t correlation, uint64_t addr, uint64_t bytes, AccessDir dir, uint8_t overflowed = 0);
+  // A measured interval of kernel node `node` (named `kernel`) of the graph launch `correlation` (1.6).
+  void kernel_node_access(uint64_t correlation, uint64_t node, std::string_view kernel, uint64_t addr, uint64_t bytes,
+                          AccessDir dir, uint8_t overflowed = 0);
   uint64_t memcpy(uint64_t stream, uint64_t dst, uint64_t src, uint64_t bytes, CopyKind kind = CopyKind::kDeviceToDevice,
                   bool async = true, MemKind src_mem = MemKind::kDevice, MemKind dst_mem = MemKind::kDevice,
                   std::string_view api = "");

@@ -89,6 +89,7 @@ const char* record_kind_name(RecordKind kind) {
     case RecordKind::kMemset: return "Memset";
     case RecordKind::kKernelAccess: return "KernelAccess";
     case RecordKind::kHostAccess: return "HostAccess";
+    case RecordKind::kKernelNodeAccess: return "KernelNodeAccess";
     case RecordKind::kAlloc: return "Alloc";
     case RecordKind::kFree: return "Free";
     case RecordKind::kAllocatorBlock: return "AllocatorBlock";

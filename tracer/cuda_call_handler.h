@@ -77,6 +77,10 @@ class CudaCallHandler {
   uint32_t capture_stack() { return stacks_ && rec_->recording_hint() ? stacks_->capture() : 0; }
   uint32_t device_of(uint64_t context);
   uint32_t device_of(TracerThreadState& ts, uint64_t context);
+  // The string id of a kernel's name (demangled where it demangles), cached per function:
+  // the id a KernelLaunch or a graph kernel node of `func` carries (precise mode names the
+  // kernel nodes it measures by it).
+  uint32_t kernel_name_id(uint64_t func, const char* name);
 
  private:
   void on_runtime(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec);
@@ -114,7 +118,6 @@ class CudaCallHandler {
   trace::Memcpy memcpy_record(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
   // The explicit graph API: one GraphEdit record (edges: one per 4096).
   void graph_edit(const CudaCall& call, const Emission& e, uint32_t device);
-  uint32_t kernel_name_id(uint64_t func, const char* name);
 
   TraceRecorder* rec_;
   StepMarkers markers_;

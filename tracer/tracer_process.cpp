@@ -423,12 +423,15 @@ void TracerProcess::at_exit() {
         recorder().set_capture_status(why);
         recorder().add_notice(trace::NoticeLevel::kError, "CUDA calls were not captured in this process: " + why);
       } else if (n.api_callbacks > 0) {
-        char msg[300];
+        char msg[400];
         int len = std::snprintf(msg, sizeof msg,
                                 "precise mode: %llu modules patched, %llu left unpatched (no selected kernel), %llu "
                                 "launches measured",
                                 (unsigned long long)n.patched_modules, (unsigned long long)n.skipped_modules,
                                 (unsigned long long)n.patched_launches);
+        if (n.measured_graph_nodes > 0 && len > 0 && size_t(len) < sizeof msg)
+          len += std::snprintf(msg + len, sizeof msg - size_t(len), ", %llu kernel nodes of graph launches measured",
+                               (unsigned long long)n.measured_graph_nodes);
         if (n.graph_kernel_nodes > 0 && len > 0 && size_t(len) < sizeof msg)
           len += std::snprintf(msg + len, sizeof msg - size_t(len), ", %llu kernel nodes of graph launches not measured",
                                (unsigned long long)n.graph_kernel_nodes);

@@ -268,6 +268,8 @@ void WindowedTraceWriter::process_call(const Pending& p) {
     if (p.kind == RecordKind::kKernelLaunch) {
       auto k = v.as<trace::KernelLaunchHead>();
       if ((k.flags & trace::kKernelPrecise) && precise_written_.size() < (1u << 20)) precise_written_.insert(k.correlation);
+    } else if (p.kind == RecordKind::kGraphLaunch && precise_written_.size() < (1u << 20)) {
+      precise_written_.insert(v.as<trace::GraphLaunch>().correlation);  // its kernel nodes' intervals follow
     }
   } else {
     ++gap_calls_;
@@ -299,6 +301,10 @@ void WindowedTraceWriter::process_other(RecordKind kind, std::span<const uint8_t
     trace::KernelAccess ka;
     std::memcpy(&ka, body.data(), sizeof ka);
     keep = precise_written_.count(ka.correlation) > 0;
+  } else if (kind == RecordKind::kKernelNodeAccess && body.size() >= sizeof(trace::KernelNodeAccess)) {
+    trace::KernelNodeAccess na;
+    std::memcpy(&na, body.data(), sizeof na);
+    keep = precise_written_.count(na.correlation) > 0;
   }
   if (keep) out_.add_raw(kind, body.data(), body.size(), nullptr, 0);
 }

@@ -120,7 +120,7 @@ class WindowedTraceWriter {
   std::vector<CaptureBoundary> boundaries_;  // known, not yet applied
   uint64_t step_ = trace::kNoStep;
   bool open_ = false;
-  // Window mode: correlations of written precise launches, whose measured intervals
+  // Window mode: correlations of written precise launches (and graph launches), whose measured intervals
   // (KernelAccess, collected at the next synchronisation) are written even after a close.
   std::unordered_set<uint64_t> precise_written_;
   // Window mode: the written intervals {old begin, old end (exclusive), new begin}.

@@ -217,9 +217,9 @@ TEST(Precise, AGraphKernelNodeFallsBackToItsPointerArgumentsWithANotice) {
   std::vector<std::string> texts;
   for (const auto& n : r.notices) texts.push_back(n.text);
   EXPECT_NE(std::find(texts.begin(), texts.end(),
-                      "1 kernel nodes of CUDA graphs ran without measured accesses: precise mode does not measure "
-                      "graph nodes yet; their accesses are the default tier's (pointer arguments, possible findings "
-                      "at most)"),
+                      "1 kernel nodes of CUDA graphs ran without measured accesses (none recorded for their launch "
+                      "and node: sampled out, no free interval slot, or a node the trace cannot name); their accesses "
+                      "are the default tier's (pointer arguments, possible findings at most)"),
             texts.end());
 }
 

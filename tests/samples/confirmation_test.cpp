@@ -115,11 +115,12 @@ TEST(Confirmation, AFindingWhoseKernelsWereNotMeasuredIsNotGone) {
             "1 possible finding checked in precise mode: 0 confirmed (certain), 0 gone, 1 still possible");
 }
 
-// Kernel nodes of CUDA graphs are not measured by precise mode: their findings stay possible
-// even when the confirming run reports nothing and measured kernels of those names eagerly.
-// graph_explicit_racy has two possible findings: the memset node against the eager read_sum
-// launch after the graph (measurable), and the slow_fill kernel node against a memcpy node.
-TEST(Confirmation, AGraphKernelNodeFindingIsNeverGone) {
+// A finding of a kernel node of a CUDA graph is gone only when the confirming run measured a
+// kernel node of that kernel (TraceSummary::measured_graph_kernels): eager launches of the
+// same name do not count. graph_explicit_racy has two possible findings: the memset node
+// against the eager read_sum launch after the graph, and the slow_fill kernel node against a
+// memcpy node.
+TEST(Confirmation, AGraphKernelNodeFindingIsGoneOnlyWhenSuchANodeWasMeasured) {
   auto before = analyze_case("graph_explicit_racy", kGpuData);
   std::set<std::string> kernels;
   for (const auto& f : before.findings)
@@ -136,8 +137,8 @@ TEST(Confirmation, AGraphKernelNodeFindingIsNeverGone) {
       ++node;
       EXPECT_EQ(e.outcome, ConfirmOutcome::kStillPossible);
       EXPECT_EQ(e.reason,
-                "not decided: slow_fill(float*, unsigned long, long long) ran as a kernel node of a CUDA graph, which "
-                "precise mode does not measure");
+                "not decided: slow_fill(float*, unsigned long, long long) ran as a kernel node of a CUDA graph, and "
+                "no such node was measured in the confirming run");
     } else {
       ++gone;
       EXPECT_EQ(e.outcome, ConfirmOutcome::kGone);  // read_sum, an eager launch, was measured
@@ -148,6 +149,10 @@ TEST(Confirmation, AGraphKernelNodeFindingIsNeverGone) {
   // Measured nothing: neither is gone.
   for (const auto& e : analysis::confirm_findings(before.findings, {}, kernels, {}))
     EXPECT_EQ(e.outcome, ConfirmOutcome::kStillPossible) << e.reason;
+  // slow_fill measured as a graph node, read_sum eagerly: both gone.
+  for (const auto& e : analysis::confirm_findings(before.findings, {}, kernels, kernels,
+                                                  {"slow_fill(float*, unsigned long, long long)"}))
+    EXPECT_EQ(e.outcome, ConfirmOutcome::kGone) << e.reason;
 }
 
 }  // namespace

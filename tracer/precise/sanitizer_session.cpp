@@ -67,11 +67,16 @@ struct SanitizerFns {
 };
 SanitizerFns g_fn;
 
-// One patched launch whose slot has not been read back yet.
+// One patched launch whose slot has not been read back yet. A kernel node of a graph launch
+// has its node handle and kernel name here (its intervals become KernelNodeAccess records) and
+// the graph launch's API stream, which a synchronisation names (the node runs on the graph's
+// own streams, all finished when the launch's stream has run past the launch).
 struct Pending {
   uint32_t slot;
   uint64_t correlation;
   Sanitizer_StreamHandle stream;
+  uint64_t node = 0;
+  uint32_t name_id = 0;
 };
 
 // A context's ring of LaunchIntervals slots, allocated at the first selected launch.
@@ -95,7 +100,8 @@ struct State {
   std::atomic<uint64_t> patched_modules{0};
   std::atomic<uint64_t> patched_launches{0};
   std::atomic<uint64_t> skipped_modules{0};
-  std::atomic<uint64_t> graph_kernel_nodes{0};
+  std::atomic<uint64_t> graph_kernel_nodes{0};  // run unmeasured (sampled out, no slot, not selected)
+  std::atomic<uint64_t> measured_graph_nodes{0};
   std::atomic<uint64_t> sampled_out{0};
   // Which launches are measured and when a module is unpatched (under mu).
   std::unique_ptr<SamplePlan> plan;
@@ -133,8 +139,20 @@ void collect_locked(State& st, ContextState& cs, Pred which) {
     }
     LaunchIntervals* dev = cs.ring + p.slot;
     SanitizerResult r = g_fn.copy_to_host(&host, dev, sizeof host, p.stream);
-    if (r == SANITIZER_SUCCESS) {
+    if (r == SANITIZER_SUCCESS && p.node == 0) {
       for (const trace::KernelAccess& a : slot_to_accesses(host, p.correlation)) st.handler->recorder().add(a);
+    } else if (r == SANITIZER_SUCCESS) {
+      for (const trace::KernelAccess& a : slot_to_accesses(host, p.correlation)) {
+        trace::KernelNodeAccess n{};
+        n.correlation = a.correlation;
+        n.node = p.node;
+        n.addr = a.addr;
+        n.bytes = a.bytes;
+        n.dir = a.dir;
+        n.overflowed = a.overflowed;
+        n.name_id = p.name_id;
+        st.handler->recorder().add(n);
+      }
     } else {
       notice(st, "reading back the access intervals of launch " + std::to_string(p.correlation) +
                      " failed (" + result_text(r) + "); that launch has no exact ranges");
@@ -302,43 +320,84 @@ void on_module_loaded(State& st, const Sanitizer_ResourceModuleData* m) {
   }
 }
 
-void on_launch_begin(State& st, const Sanitizer_LaunchData* l) {
-  std::string demangled = demangle(l->functionName);
+// Which launches are measured, for a launch and for a kernel node of a graph launch alike: a
+// slot of the context's ring if the kernel is selected, the plan measures it, and one is free
+// (nullptr: it runs unmeasured). `node` is 0 for a launch. Requires the caller's t_api_depth > 0.
+LaunchIntervals* take_slot(State& st, const Sanitizer_LaunchData* l, const std::string& demangled, uint64_t node,
+                           bool& selected) {
   const char* mangled = l->functionName ? l->functionName : "";
+  const auto module = reinterpret_cast<uint64_t>(l->module);
+  // The API stream of a graph launch: the node's own stream is the graph's.
+  Sanitizer_StreamHandle stream = node ? l->hApiStream : l->hStream;
+  selected = st.options.selector.should_patch(mangled, demangled);
+  std::lock_guard lock(st.mu);
+  if (!selected) {
+    if (st.plan->tracks_streams()) st.plan->on_other_launch(module, reinterpret_cast<uint64_t>(l->hStream));
+    return nullptr;
+  }
+  ContextState& cs = st.contexts[l->context];
+  const LaunchShape shape{reinterpret_cast<uint64_t>(l->function),
+                          {l->gridDim_x, l->gridDim_y, l->gridDim_z},
+                          {l->blockDim_x, l->blockDim_y, l->blockDim_z}};
+  const SamplePlan::Verdict v = st.plan->on_launch(module, shape, reinterpret_cast<uint64_t>(l->hStream));
+  if (v == SamplePlan::Verdict::kSampledOut) st.sampled_out.fetch_add(1, std::memory_order_relaxed);
+  if (v == SamplePlan::Verdict::kRepatch) st.plan->repatch_done(module, patch_locked(st, cs, l->module) == SANITIZER_SUCCESS);
+  if (st.plan->has_unpatch_work()) st.unpatch_work.store(true, std::memory_order_release);
+  if (v != SamplePlan::Verdict::kMeasure || !cs.patches_loaded || !ensure_ring_locked(st, l->context, cs, stream))
+    return nullptr;
+  // Every slot is waiting for a synchronisation the program has not made yet: make one.
+  if (cs.free_slots.empty()) collect_context_locked(st, cs);
+  if (cs.free_slots.empty()) return nullptr;
+  uint32_t slot = cs.free_slots.back();
+  cs.free_slots.pop_back();
+  Pending p{slot, t_correlation, stream};
+  if (node) {
+    p.node = node;
+    p.name_id = st.handler->kernel_name_id(reinterpret_cast<uint64_t>(l->function), l->functionName);
+  }
+  cs.pending.push_back(p);
+  return cs.ring + slot;
+}
+
+void on_launch_begin(State& st, const Sanitizer_LaunchData* l) {
   void* data = nullptr;
   // A launch outside any API call the handler saw has no launch record to attach ranges to
   // (nor to take this name: the pointer is the Sanitizer's, valid during this callback's call).
-  if (t_api_depth > 0) thread_state().launch_function = l->functionName;
-  const auto module = reinterpret_cast<uint64_t>(l->module);
-  const auto stream = reinterpret_cast<uint64_t>(l->hStream);
-  if (t_api_depth > 0 && st.options.selector.should_patch(mangled, demangled)) {
-    std::lock_guard lock(st.mu);
-    ContextState& cs = st.contexts[l->context];
-    const LaunchShape shape{reinterpret_cast<uint64_t>(l->function),
-                            {l->gridDim_x, l->gridDim_y, l->gridDim_z},
-                            {l->blockDim_x, l->blockDim_y, l->blockDim_z}};
-    const SamplePlan::Verdict v = st.plan->on_launch(module, shape, stream);
-    if (v == SamplePlan::Verdict::kSampledOut) st.sampled_out.fetch_add(1, std::memory_order_relaxed);
-    if (v == SamplePlan::Verdict::kRepatch) st.plan->repatch_done(module, patch_locked(st, cs, l->module) == SANITIZER_SUCCESS);
-    if (st.plan->has_unpatch_work()) st.unpatch_work.store(true, std::memory_order_release);
-    if (v == SamplePlan::Verdict::kMeasure && cs.patches_loaded && ensure_ring_locked(st, l->context, cs, l->hStream)) {
-      // Every slot is waiting for a synchronisation the program has not made yet: make one.
-      if (cs.free_slots.empty()) collect_context_locked(st, cs);
-      if (!cs.free_slots.empty()) {
-        uint32_t slot = cs.free_slots.back();
-        cs.free_slots.pop_back();
-        cs.pending.push_back(Pending{slot, t_correlation, l->hStream});
-        data = cs.ring + slot;
-        // The handler writes this launch's record when the launch call returns: mark it.
-        thread_state().precise_correlation = t_correlation;
-        st.patched_launches.fetch_add(1, std::memory_order_relaxed);
-      }
+  if (t_api_depth > 0) {
+    thread_state().launch_function = l->functionName;
+    bool selected = false;
+    data = take_slot(st, l, demangle(l->functionName), 0, selected);
+    if (data) {
+      // The handler writes this launch's record when the launch call returns: mark it.
+      thread_state().precise_correlation = t_correlation;
+      st.patched_launches.fetch_add(1, std::memory_order_relaxed);
     }
   } else if (st.plan->tracks_streams()) {
     std::lock_guard lock(st.mu);
-    st.plan->on_other_launch(module, stream);
+    st.plan->on_other_launch(reinterpret_cast<uint64_t>(l->module), reinterpret_cast<uint64_t>(l->hStream));
   }
   // Patched modules run the device callback in every kernel; without data it returns at once.
+  g_fn.set_launch_data(l->hLaunch, l->function, l->hStream, data);
+}
+
+// A kernel node of a graph launch runs the device callback of its patched module too; no
+// launch callback comes for it. Measured like a launch, its intervals tied to the graph
+// launch (the outermost API call in progress: cudaGraphLaunch) and the node.
+void on_graph_kernel_node(State& st, const Sanitizer_GraphNodeLaunchData* n) {
+  const Sanitizer_LaunchData* l = &n->launchData;
+  void* data = nullptr;
+  if (t_api_depth > 0 && n->node != nullptr) {
+    bool selected = false;
+    data = take_slot(st, l, demangle(l->functionName), reinterpret_cast<uint64_t>(n->node), selected);
+    if (data) st.measured_graph_nodes.fetch_add(1, std::memory_order_relaxed);
+    else if (selected) st.graph_kernel_nodes.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    st.graph_kernel_nodes.fetch_add(1, std::memory_order_relaxed);
+    if (st.plan->tracks_streams()) {
+      std::lock_guard lock(st.mu);
+      st.plan->on_other_launch(reinterpret_cast<uint64_t>(l->module), reinterpret_cast<uint64_t>(l->hStream));
+    }
+  }
   g_fn.set_launch_data(l->hLaunch, l->function, l->hStream, data);
 }
 
@@ -380,20 +439,8 @@ void on_callback_body(void* userdata, Sanitizer_CallbackDomain domain, Sanitizer
       return;
     case SANITIZER_CB_DOMAIN_GRAPHS:
       if (cbid == SANITIZER_CBID_GRAPHS_NODE_LAUNCH_BEGIN) {
-        // A kernel node of a graph launch runs the device callback of its patched module too,
-        // and no launch callback gave it data: give it none, so the callback returns at once.
-        // (Measuring graph nodes needs their accesses tied to the node; not done yet, and the
-        // analyzer says so: their accesses are the default tier's.)
         auto* n = static_cast<const Sanitizer_GraphNodeLaunchData*>(data);
-        if (n->nodeType == CU_GRAPH_NODE_TYPE_KERNEL && !n->isGraphUpload) {
-          st->graph_kernel_nodes.fetch_add(1, std::memory_order_relaxed);
-          if (st->plan->tracks_streams()) {
-            std::lock_guard lock(st->mu);
-            st->plan->on_other_launch(reinterpret_cast<uint64_t>(n->launchData.module),
-                                      reinterpret_cast<uint64_t>(n->launchData.hStream));
-          }
-          g_fn.set_launch_data(n->launchData.hLaunch, n->launchData.function, n->launchData.hStream, nullptr);
-        }
+        if (n->nodeType == CU_GRAPH_NODE_TYPE_KERNEL && !n->isGraphUpload) on_graph_kernel_node(*st, n);
       }
       return;
     case SANITIZER_CB_DOMAIN_SYNCHRONIZE: {
@@ -517,6 +564,7 @@ SessionCounts SanitizerSession::counts() const {
     c.patched_launches = st->patched_launches.load();
     c.skipped_modules = st->skipped_modules.load();
     c.graph_kernel_nodes = st->graph_kernel_nodes.load();
+    c.measured_graph_nodes = st->measured_graph_nodes.load();
     c.sampled_out = st->sampled_out.load();
     std::lock_guard lock(st->mu);
     c.unpatched_modules = st->plan->unpatched();

@@ -49,7 +49,8 @@ struct SessionCounts {
   uint64_t patched_modules = 0;   // modules the device callback was inserted into
   uint64_t patched_launches = 0;  // launches that got an interval slot
   uint64_t skipped_modules = 0;   // modules holding no selected kernel, left unpatched
-  uint64_t graph_kernel_nodes = 0;  // kernel nodes of graph launches: run patched, not measured
+  uint64_t graph_kernel_nodes = 0;  // selected kernel nodes of graph launches left unmeasured
+  uint64_t measured_graph_nodes = 0;  // kernel nodes of graph launches that got an interval slot
   uint64_t sampled_out = 0;         // selected launches left unmeasured by SanitizerOptions::sample
   uint64_t unpatched_modules = 0;   // modules unpatched once fully sampled
   uint64_t repatched_modules = 0;   // ... and patched again for a new launch shape
