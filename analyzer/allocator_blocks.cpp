@@ -121,6 +121,11 @@ bool AllocatorBlocks::in_segment(uint64_t addr) const {
   return holding(segments_, addr, [](uint64_t end, uint64_t) { return end; }) != segments_.end();
 }
 
+uint64_t AllocatorBlocks::next_live_after(uint64_t addr) const {
+  auto it = live_.upper_bound(addr);
+  return it == live_.end() ? UINT64_MAX : it->first;
+}
+
 const ReleasedBlock* AllocatorBlocks::released(uint64_t addr) const {
   auto it = holding(released_, addr, [](const ReleasedBlock& r, uint64_t) { return r.addr + r.bytes; });
   return it == released_.end() ? nullptr : &it->second;

@@ -50,6 +50,8 @@ class AllocatorBlocks {
   size_t live_blocks() const { return live_.size(); }
   // Whether `addr` lies in a segment the allocator reported.
   bool in_segment(uint64_t addr) const;
+  // The address of the first live block above `addr`, or UINT64_MAX.
+  uint64_t next_live_after(uint64_t addr) const;
   // The memory [base, base + bytes) went back to CUDA (a segment's cudaFree): no segment,
   // block or release remains there.
   void forget(uint64_t base, uint64_t bytes);

@@ -77,8 +77,9 @@ std::vector<Confirmation> confirm_findings(const std::vector<Finding>& first, co
         c.reason += c.reason.empty() ? "" : "; ";
         c.reason += patched.count(a->op)
                         ? a->op + " was measured, but not this access of " + std::to_string(a->bytes) +
-                              " bytes (direction unknown): its intervals overflowed the device-side budget, or it "
-                              "reaches this memory by bulk tensor copies (TMA), which precise mode cannot see"
+                              " bytes exactly: its intervals overflowed the device-side budget, its measured hull "
+                              "spans a tensor it has no pointer to, or it reaches this memory by bulk tensor copies "
+                              "(TMA), which precise mode cannot see"
                         : a->op + " was not patched (not selected; NCCL's kernels never are)";
       }
     }

@@ -174,6 +174,12 @@ void TraceAnalysis::finish(CallStream& stream, RecordObserver* observer) {
                        theirs == 1 ? "" : "s", format(other))});
     }
   }
+  if (measured_hulls_)
+    notices_.push_back({"info", path_,
+                        fmt::format("{} measured interval{} of precise-mode launches spanned tensors the launch has "
+                                    "no pointer argument to (the device keeps one hull per 1 MiB of what a launch "
+                                    "touched): those parts count as hulls, possible findings at most",
+                                    measured_hulls_, measured_hulls_ == 1 ? "" : "s")});
   if (precise_graph_kernels_)
     notices_.push_back({"warning", path_,
                         fmt::format("{} kernel nodes of CUDA graphs ran without measured accesses (none recorded "
@@ -530,6 +536,77 @@ const std::vector<KernelAccess>* TraceAnalysis::node_measurement(uint32_t name_i
   return it == node_precise_.end() ? nullptr : &it->second;
 }
 
+// A measured interval is, per 1 MiB granule, the hull of what the launch touched there
+// (tracer/precise/interval_buffer.h): between two small tensors a kernel reads, it spans every
+// tensor the caching allocator packed between them, touched or not. So an interval that lies
+// in one tensor's memory (a live block, else an allocation) is exact, as measured; one that
+// crosses from one tensor's memory into another's is cut there, and each piece is exact only
+// where the launch has a pointer argument into that tensor. The other pieces (tensors it has
+// no pointer to, free memory between blocks) are hulls: direction known, extent not exact, so
+// a race there is possible, never certain. (A kernel that reaches a tensor through pointers
+// held in device memory loses certainty there, never the access.)
+bool TraceAnalysis::apply_measured(StreamState& s, const AccessEpoch& base, const KernelAccess& ka,
+                                   std::span<const uint8_t> tail, size_t nptrs) {
+  const AccessEpoch whole = measured_epoch(base, ka);
+  if (ka.overflowed || ka.bytes == 0 || ka.addr + ka.bytes < ka.addr) {
+    apply_one(s, whole);
+    return true;
+  }
+  // The tensor memory holding a: [lo, hi), and whether it is one tensor's. A block owns the
+  // bytes up to its size rounded to the caching allocator's 512 (nothing else lives there).
+  struct Unit {
+    uint64_t lo, hi;
+    bool tensor;
+  };
+  constexpr uint64_t kBlockRounding = 512;
+  auto block_unit = [&](const LiveBlock& b) -> Unit {
+    const uint64_t rounded = (b.addr + b.bytes + kBlockRounding - 1) / kBlockRounding * kBlockRounding;
+    return {b.addr, std::max(b.addr + b.bytes, std::min(rounded, blocks_.next_live_after(b.addr))), true};
+  };
+  auto unit_at = [&](uint64_t a) -> Unit {
+    if (blocks_.active() && blocks_.in_segment(a)) {
+      if (const LiveBlock* b = blocks_.live(a)) return block_unit(*b);
+      // In a block's rounding (the block's size is as requested).
+      if (a >= kBlockRounding)
+        if (const LiveBlock* b = blocks_.live(a & ~(kBlockRounding - 1)); b && block_unit(*b).hi > a) return block_unit(*b);
+      const AllocationRange* al = shadow_.find(a);
+      return {a, std::min(blocks_.next_live_after(a), al ? al->end : UINT64_MAX), false};
+    }
+    if (const AllocationRange* al = shadow_.find(a); al && al->kind != 0) return {al->base, al->end, true};
+    return {a, UINT64_MAX, false};  // memory the trace never saw allocated: not split
+  };
+  const uint64_t end = ka.addr + ka.bytes;
+  Unit u = unit_at(ka.addr);
+  if (u.hi >= end) {
+    apply_one(s, whole);
+    return true;
+  }
+  const size_t n = std::min(nptrs, tail.size() / sizeof(uint64_t));
+  auto pointed_into = [&](const Unit& unit) {
+    for (size_t i = 0; i < n; ++i)
+      if (const uint64_t p = tail_word(tail, i); p >= unit.lo && p < unit.hi) return true;
+    return false;
+  };
+  bool exact_all = true;
+  uint64_t at = ka.addr;
+  // A hull over many tensors: the first 64 pieces are told apart, the rest is one hull.
+  for (int pieces = 0; at < end; ++pieces) {
+    if (pieces > 0) u = unit_at(at);
+    uint64_t piece_end = pieces < 64 ? std::min(end, std::max(u.hi, at + 1)) : end;
+    AccessEpoch e = whole;
+    e.addr = at;
+    e.bytes = piece_end - at;
+    if (!(u.tensor && pieces < 64 && pointed_into(u))) {
+      e.inexact = true;
+      exact_all = false;
+    }
+    apply_one(s, e);
+    at = piece_end;
+  }
+  if (!exact_all) ++measured_hulls_;
+  return exact_all;
+}
+
 void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t> tail) {
   StreamState& s = hb_.begin_op(k.stream, k.call.thread);
   AccessEpoch base = epoch_for(k.call, s, OpKind::kKernel, k.name_id);
@@ -543,6 +620,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
   size_t measured_n = 0;
   std::optional<decltype(precise_.begin())> measured_entry;  // erased once used (an eager launch's)
   bool precise_launch = false;
+  bool hulls = false;  // a measured interval spanned tensors the launch has no pointer to
   // A kernel of a cuBLAS call: the call's matrices, from its arguments, stand for the pointers
   // they touch, as a precise measurement does (and instead of one: a TMA GEMM's measurement
   // misses its matrices). Pointers they do not touch keep the default tier's access below.
@@ -577,7 +655,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     if (std::find(m.begin(), m.end(), name) == m.end()) m.push_back(name);
     for (const KernelAccess& ka : *node) {
       ++access_number_;
-      apply_one(s, measured_epoch(base, ka));
+      hulls |= !apply_measured(s, base, ka, tail, k.nptrs);
     }
     measured = node->data();
     measured_n = node->size();
@@ -588,7 +666,7 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
       note_measured(k.name_id);
       for (const KernelAccess& ka : it->second) {
         ++access_number_;
-        apply_one(s, measured_epoch(base, ka));
+        hulls |= !apply_measured(s, base, ka, tail, k.nptrs);
       }
       measured = it->second.data();
       measured_n = it->second.size();
@@ -641,7 +719,8 @@ void TraceAnalysis::on_kernel(const KernelLaunchHead& k, std::span<const uint8_t
     }
   }
   const ArgsHashKind hash_kind = args_hash_kind(k.flags);
-  if (precise_launch && !call_ranges && measured_n > 0 && !unmeasured_pointer && hash_kind != ArgsHashKind::kNone)
+  if (precise_launch && !call_ranges && measured_n > 0 && !unmeasured_pointer && !hulls &&
+      hash_kind != ArgsHashKind::kNone)
     learn_signature(k, tail, measured, measured_n);
   // A launch the precise tier did not measure, whose kernel, shape and scalars a trusted
   // signature knows: its accesses are that signature's, exact.

@@ -160,6 +160,10 @@ class TraceAnalysis {
   // or nullptr: by the node's handle, else by the name when the launch's graph has one kernel
   // node with it.
   const std::vector<trace::KernelAccess>* node_measurement(uint32_t name_id) const;
+  // Applies one measured interval of a launch whose pointer arguments are `ptrs` (tail words).
+  // Returns false when part of it was taken as a hull (see the definition).
+  bool apply_measured(StreamState& s, const AccessEpoch& base, const trace::KernelAccess& ka,
+                      std::span<const uint8_t> ptrs, size_t nptrs);
   // At a graph launch with this correlation: counts the kernel names of its nodes (each node's
   // work kind and body by `work`) if any of its nodes was measured.
   template <typename Node, typename Work>
@@ -262,6 +266,7 @@ class TraceAnalysis {
   std::vector<uint32_t> precise_unmeasured_kernels_;  // name ids, the first few
   std::vector<uint8_t> unmeasured_;  // per pointer of the precise launch being analysed
   std::vector<trace::KernelAccess> call_ranges_;  // the cuBLAS call's ranges of the launch being analysed
+  uint64_t measured_hulls_ = 0;       // measured intervals that spanned tensors the launch had no pointer to
   uint64_t call_range_launches_ = 0;  // launches whose accesses came from their cuBLAS call's arguments
   uint64_t call_range_unread_ = 0;    // launches flagged with call ranges whose list could not be read
   // Learned access signatures: the loaded ones and this trace's so far (book_), this trace's

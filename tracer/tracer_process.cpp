@@ -302,6 +302,7 @@ bool TracerProcess::start_precise() {
         options.sample = uint32_t(v);
     }
     if (tracer_setting("precise_unpatch").value_or("1") == "0") options.unpatch = false;
+    if (tracer_setting("precise_graph_nodes").value_or("1") == "0") options.graph_nodes = false;
     if (access(options.patches_path.c_str(), R_OK) != 0)
       why = "the device callbacks " + options.patches_path + " are missing";
   }

@@ -73,6 +73,8 @@ inline constexpr TracerSetting kTracerSettings[] = {
     {"precise_unpatch", "STREAMRACE_PRECISE_UNPATCH", "0|1", "1",
      "precise mode with a sample limit: a module whose kernels and launch shapes are all measured N times is "
      "unpatched (its kernels run at full speed; a new shape patches it again)"},
+    {"precise_graph_nodes", "STREAMRACE_PRECISE_GRAPH_NODES", "0|1", "1",
+     "precise mode: 0 leaves kernel nodes of CUDA graph launches unmeasured (their accesses the default tier's)"},
 };
 
 inline const TracerSetting* find_tracer_setting(std::string_view key) {

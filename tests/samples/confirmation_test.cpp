@@ -79,8 +79,9 @@ TEST(Confirmation, CertainFindingsNeedNoConfirmationAndStillPossibleIsSaid) {
   auto measured_fill = confirm(possible, possible, {fill});
   EXPECT_EQ(measured_fill[0].reason,
             fill + " was measured, but not this access of " + std::to_string(c[0].before.earlier.bytes) +
-                " bytes (direction unknown): its intervals overflowed the device-side budget, or it reaches this "
-                "memory by bulk tensor copies (TMA), which precise mode cannot see; " + c[0].before.later.op +
+                " bytes exactly: its intervals overflowed the device-side budget, its measured hull spans a tensor "
+                "it has no pointer to, or it reaches this memory by bulk tensor copies (TMA), which precise mode "
+                "cannot see; " + c[0].before.later.op +
                 " was not patched (not selected; NCCL's kernels never are)")
       << measured_fill[0].reason;
 }

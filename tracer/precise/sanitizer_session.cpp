@@ -386,7 +386,7 @@ void on_launch_begin(State& st, const Sanitizer_LaunchData* l) {
 void on_graph_kernel_node(State& st, const Sanitizer_GraphNodeLaunchData* n) {
   const Sanitizer_LaunchData* l = &n->launchData;
   void* data = nullptr;
-  if (t_api_depth > 0 && n->node != nullptr) {
+  if (t_api_depth > 0 && n->node != nullptr && st.options.graph_nodes) {
     bool selected = false;
     data = take_slot(st, l, demangle(l->functionName), reinterpret_cast<uint64_t>(n->node), selected);
     if (data) st.measured_graph_nodes.fetch_add(1, std::memory_order_relaxed);

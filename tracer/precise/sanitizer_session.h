@@ -42,6 +42,8 @@ struct SanitizerOptions {
   // module) brought it no new shape (SamplePlan); a new shape patches it again.
   bool unpatch = true;
   uint32_t unpatch_quiet = 1024;
+  // Measure kernel nodes of graph launches (KernelNodeAccess); false: they run unmeasured.
+  bool graph_nodes = true;
 };
 
 struct SessionCounts {
