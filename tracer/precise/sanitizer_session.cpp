@@ -77,6 +77,7 @@ struct Pending {
   Sanitizer_StreamHandle stream;
   uint64_t node = 0;
   uint32_t name_id = 0;
+  bool shared = false;  // another kernel node ran in the same graph launch: not measured (on_graph_kernel_node)
 };
 
 // A context's ring of LaunchIntervals slots, allocated at the first selected launch.
@@ -139,9 +140,12 @@ void collect_locked(State& st, ContextState& cs, Pred which) {
     }
     LaunchIntervals* dev = cs.ring + p.slot;
     SanitizerResult r = g_fn.copy_to_host(&host, dev, sizeof host, p.stream);
-    if (r == SANITIZER_SUCCESS && p.node == 0) {
+    if (p.node != 0 && p.shared) {
+      st.graph_kernel_nodes.fetch_add(1, std::memory_order_relaxed);  // its slot may hold other nodes' accesses
+    } else if (r == SANITIZER_SUCCESS && p.node == 0) {
       for (const trace::KernelAccess& a : slot_to_accesses(host, p.correlation)) st.handler->recorder().add(a);
     } else if (r == SANITIZER_SUCCESS) {
+      st.measured_graph_nodes.fetch_add(1, std::memory_order_relaxed);
       for (const trace::KernelAccess& a : slot_to_accesses(host, p.correlation)) {
         trace::KernelNodeAccess n{};
         n.correlation = a.correlation;
@@ -386,11 +390,27 @@ void on_launch_begin(State& st, const Sanitizer_LaunchData* l) {
 void on_graph_kernel_node(State& st, const Sanitizer_GraphNodeLaunchData* n) {
   const Sanitizer_LaunchData* l = &n->launchData;
   void* data = nullptr;
-  if (t_api_depth > 0 && n->node != nullptr && st.options.graph_nodes) {
+  // Only the only kernel node of a graph launch is measured. With several, the Sanitizer API
+  // (CUDA 13.0, driver 580) ran them all with one data pointer: in a graph of GEMMs and
+  // elementwise kernels, one node's slot held its neighbours' accesses too, and the others'
+  // stayed empty. So a second kernel node in one launch withdraws the first's slot.
+  thread_local uint32_t t_node_launch = 0;  // the graph launch (t_correlation) the count is of
+  thread_local uint32_t t_kernel_nodes = 0;
+  if (t_node_launch != t_correlation) {
+    t_node_launch = t_correlation;
+    t_kernel_nodes = 0;
+  }
+  const bool first = t_api_depth > 0 && ++t_kernel_nodes == 1;
+  if (!first && t_api_depth > 0 && t_kernel_nodes == 2) {
+    std::lock_guard lock(st.mu);
+    if (auto it = st.contexts.find(l->context); it != st.contexts.end())
+      for (Pending& p : it->second.pending)
+        if (p.node != 0 && p.correlation == t_correlation) p.shared = true;
+  }
+  if (first && n->node != nullptr && st.options.graph_nodes) {
     bool selected = false;
     data = take_slot(st, l, demangle(l->functionName), reinterpret_cast<uint64_t>(n->node), selected);
-    if (data) st.measured_graph_nodes.fetch_add(1, std::memory_order_relaxed);
-    else if (selected) st.graph_kernel_nodes.fetch_add(1, std::memory_order_relaxed);
+    if (!data && selected) st.graph_kernel_nodes.fetch_add(1, std::memory_order_relaxed);
   } else {
     st.graph_kernel_nodes.fetch_add(1, std::memory_order_relaxed);
     if (st.plan->tracks_streams()) {
