@@ -23,7 +23,36 @@ uint64_t monotonic_ns() {
 
 namespace {
 std::atomic<uint64_t> g_next_recorder_id{1};
-}
+
+pid_t current_tid() { return pid_t(syscall(SYS_gettid)); }
+
+// How long a fatal-signal handler waits for another thread's flush before it gives up on the
+// trace. A flush takes milliseconds (tens for a burst of full chunks); one that takes longer
+// is most likely stuck on a lock that the interrupted thread holds, and then waiting longer
+// only delays the program's death.
+constexpr int kFatalFlushWaitMs = 2000;
+}  // namespace
+
+class TraceRecorder::FlushLock {
+ public:
+  explicit FlushLock(TraceRecorder& r) : r_(r) {
+    r_.flush_mu_.lock();
+    r_.flush_owner_.store(current_tid(), std::memory_order_relaxed);
+  }
+  // flush_mu_ already taken (by try_lock).
+  FlushLock(TraceRecorder& r, std::adopt_lock_t) : r_(r) {
+    r_.flush_owner_.store(current_tid(), std::memory_order_relaxed);
+  }
+  ~FlushLock() {
+    r_.flush_owner_.store(0, std::memory_order_relaxed);
+    r_.flush_mu_.unlock();
+  }
+  FlushLock(const FlushLock&) = delete;
+  FlushLock& operator=(const FlushLock&) = delete;
+
+ private:
+  TraceRecorder& r_;
+};
 
 // The calling thread's buffer in the current recorder. Marked dead when the thread exits so
 // the flusher writes what is left and forgets it.
@@ -238,7 +267,7 @@ void TraceRecorder::add_notice(trace::NoticeLevel level, std::string_view text) 
 void TraceRecorder::set_capture_status(const std::string& status) {
   bool already;
   {
-    std::lock_guard lock(flush_mu_);
+    FlushLock lock(*this);
     capture_status_ = status;
     already = writer_ != nullptr;
   }
@@ -282,11 +311,11 @@ void TraceRecorder::open_now() {
   trace::TraceHeader h;
   bool need = false;
   {
-    std::lock_guard lock(flush_mu_);
+    FlushLock lock(*this);
     need = !writer_;
   }
   if (need && opts_.header_provider) h = opts_.header_provider();
-  std::lock_guard lock(flush_mu_);
+  FlushLock lock(*this);
   ensure_open_locked(need && opts_.header_provider ? &h : nullptr);
 }
 
@@ -456,13 +485,31 @@ void TraceRecorder::flush_windowed_locked(bool nonblocking, bool final) {
 }
 
 void TraceRecorder::flush() {
-  std::lock_guard lock(flush_mu_);
+  FlushLock lock(*this);
   flush_locked(false);
 }
 
 void TraceRecorder::emergency_flush(bool finish) {
-  std::unique_lock lock(flush_mu_, std::try_to_lock);
-  if (!lock.owns_lock()) return;
+  if (!flush_mu_.try_lock()) {
+    // Not finishing: the process goes on, and the flush in progress (or the next) writes the
+    // records; nothing is lost by leaving now.
+    if (!finish) return;
+    // The process is about to die. Most often the flush lock is held by the flusher thread,
+    // which takes no signal and gives the lock back within milliseconds: the flusher creates
+    // the file (open, then the header) under it when it starts, so a short program killed just
+    // then used to leave an empty file, and one killed during a periodic flush a trace without
+    // its end marker. Wait for it, a bounded time, but never for the thread this handler
+    // interrupted: it cannot give the lock back before the handler returns (interrupted in
+    // the few instructions between taking the lock and naming itself the owner, it costs the
+    // whole bound). Only async-signal-safe calls here (syscall, nanosleep) besides try_lock.
+    const pid_t self = current_tid();
+    for (int waited_ms = 0; !flush_mu_.try_lock(); ++waited_ms) {
+      if (waited_ms >= kFatalFlushWaitMs || flush_owner_.load(std::memory_order_relaxed) == self) return;
+      timespec ms{0, 1000000};
+      nanosleep(&ms, nullptr);
+    }
+  }
+  FlushLock lock(*this, std::adopt_lock);
   flush_locked(true, finish);
   if (!finish) return;
   try {
@@ -481,7 +528,7 @@ void TraceRecorder::flusher_main() {
   trace::TraceHeader header;
   if (opts_.header_provider) header = opts_.header_provider();
   {
-    std::lock_guard lock(flush_mu_);
+    FlushLock lock(*this);
     if (windowed_)
       prepared_header_ = header;  // the windowed writer creates its file when it has something
     else if (!closed_.load())
@@ -520,7 +567,7 @@ void TraceRecorder::close() {
       }
     }
   }
-  std::lock_guard lock(flush_mu_);
+  FlushLock lock(*this);
   if (closed_.exchange(true)) return;
   flush_locked(false, true);
   try {

@@ -98,9 +98,11 @@ class TraceRecorder {
   void flush();
   // Flushes, writes the end-of-trace marker, stops the flusher. Later records are dropped.
   void close();
-  // From a fatal-signal handler: flushes what it can without waiting on any lock. `finish`:
-  // the process is about to die, so the file is finished too; otherwise (the program handles
-  // the signal itself and may go on) the file stays open for the records that follow.
+  // From a fatal-signal handler: flushes what it can without waiting on any lock but the
+  // flush lock. `finish`: the process is about to die, so the file is finished too, after
+  // waiting (a bounded time) for a flush that another thread (the flusher) is in the middle of;
+  // otherwise (the program handles the signal itself and may go on) the file stays open for
+  // the records that follow, and a flush in progress is left to do its work.
   void emergency_flush(bool finish = true);
 
   // Capture windows and ring mode (docs/long-runs.md). A step marker (the step range was
@@ -163,6 +165,9 @@ class TraceRecorder {
   // The thread's current chunk is full for `need` more bytes: hands it off and returns the next
   // one, or nullptr when the thread's unflushed records would exceed max_buffer_bytes.
   ThreadChunk* next_chunk(ThreadBuffer& b, size_t need);
+  // Holds flush_mu_ and records the holder in flush_owner_ (every taker of flush_mu_ but the
+  // fatal-signal path uses it).
+  class FlushLock;
   void start_once();
   void flusher_main();
   // Requires flush_mu_. `nonblocking`: skip buffers whose lock is taken.
@@ -195,6 +200,9 @@ class TraceRecorder {
   std::vector<std::pair<pid_t, uint32_t>> foreign_threads_;  // thread_index_of for threads without a buffer
 
   std::mutex flush_mu_;
+  // The kernel thread id of flush_mu_'s holder, 0 when none: a fatal-signal handler waits for
+  // another thread's flush to end, never for the flush of the thread it interrupted.
+  std::atomic<pid_t> flush_owner_{0};
   // Drained full thread chunks, handed back to threads at the next drain (under flush_mu_): a
   // thread appends into memory it already has, instead of faulting in fresh pages.
   std::vector<std::unique_ptr<ThreadChunk>> spare_chunks_;

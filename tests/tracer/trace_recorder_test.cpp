@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <set>
 #include <thread>
@@ -160,6 +162,72 @@ TEST(TraceRecorder, FullThreadBufferDropsAndSaysSo) {
   EXPECT_GT(rec.dropped(), 0u);
   std::string text(notices[0].body.begin() + 4, notices[0].body.end());
   EXPECT_EQ(text, std::to_string(rec.dropped()) + " records dropped: a thread's buffer outgrew its limit");
+  std::filesystem::remove_all(dir);
+}
+
+// A fatal signal (SIGTERM with the default action) that arrives while another thread (the
+// flusher) is inside a flush: the handler's emergency_flush must wait for that flush and then
+// finish the file. It used to give up at once, and the dying process left a trace without its
+// end marker, or an empty file when the flusher had just created it (PreloadTest's "signal"
+// case on a loaded machine). Here the other thread is held inside its flush by the header
+// provider, which a flush that creates the file calls under the flush lock.
+TEST(TraceRecorder, EmergencyFlushWaitsForAFlushInProgressThenFinishesTheFile) {
+  auto dir = temp_dir("emergency_wait");
+  RecorderOptions o;
+  o.path = (dir / "t.srace").string();
+  o.background_flusher = false;
+  std::atomic<bool> inside{false};
+  o.header_provider = [&inside] {
+    inside.store(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    return trace::TraceHeader{};
+  };
+  TraceRecorder rec(o);
+  trace::DeviceSynchronize r{};
+  r.call = rec.call(0, 0);
+  rec.add(r);
+  std::thread flusher([&rec] { rec.flush(); });
+  while (!inside.load()) std::this_thread::yield();
+  rec.emergency_flush(true);
+  // What a dying process leaves: the file as it is when the handler returns.
+  const bool exists = std::filesystem::exists(o.path);
+  const auto size = exists ? std::filesystem::file_size(o.path) : 0;
+  flusher.join();
+  ASSERT_TRUE(exists);
+  ASSERT_GT(size, 0u);
+  auto c = read_trace(o.path);
+  EXPECT_TRUE(c.stats.complete);
+  EXPECT_EQ(c.records.size(), 1u);
+  std::filesystem::remove_all(dir);
+}
+
+// The signal interrupted the very thread that holds the flush lock (a flush from the program's
+// own thread): waiting would only wait out the bound, so the handler gives up at once, and the
+// interrupted flush goes on normally.
+TEST(TraceRecorder, EmergencyFlushOnTheThreadInsideAFlushReturnsAtOnce) {
+  auto dir = temp_dir("emergency_self");
+  RecorderOptions o;
+  o.path = (dir / "t.srace").string();
+  o.background_flusher = false;
+  TraceRecorder* self = nullptr;
+  std::chrono::steady_clock::duration took{};
+  o.header_provider = [&self, &took] {
+    const auto t0 = std::chrono::steady_clock::now();
+    self->emergency_flush(true);
+    took = std::chrono::steady_clock::now() - t0;
+    return trace::TraceHeader{};
+  };
+  TraceRecorder rec(o);
+  self = &rec;
+  trace::DeviceSynchronize r{};
+  r.call = rec.call(0, 0);
+  rec.add(r);
+  rec.flush();
+  EXPECT_LT(took, std::chrono::milliseconds(200));
+  rec.close();
+  auto c = read_trace(o.path);
+  EXPECT_TRUE(c.stats.complete);
+  EXPECT_EQ(c.records.size(), 1u);
   std::filesystem::remove_all(dir);
 }
 

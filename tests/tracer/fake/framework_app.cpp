@@ -5,7 +5,8 @@
 //   child             fork: the child runs the framework and leaves with _exit(5); the parent
 //                     runs it too, waits, and returns 10 + the child's status
 //   signal            raise(SIGTERM) after the run (default action: killed)
-//   thread            a second thread runs the framework in a loop while main calls exit(9)
+//   thread            a second thread runs the framework in a loop while main calls exit(9),
+//                     20 ms after the thread finished its first run
 //   segv              after the run, writes a read-only page of its own (default action: killed)
 //   kill              after the run, waits 600 ms (the tracer's flusher runs every 200 ms), then
 //                     raise(SIGKILL): nothing of the tracer runs at the end
@@ -16,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -62,9 +64,16 @@ int main(int argc, char** argv) {
     return rc != 0 ? rc : 10 + (WIFEXITED(status) ? WEXITSTATUS(status) : 99);
   }
   if (std::strcmp(mode, "thread") == 0) {
+    // Main waits for the thread's first run: a thread starved for the 20 ms on a loaded machine
+    // would make its first call (which starts the tracer) while the process is already exiting,
+    // not the case this mode is for (a process leaving while a thread is inside its calls).
+    static std::atomic<bool> ran{false};
     std::thread([run] {
+      run();
+      ran.store(true);
       for (;;) run();
     }).detach();
+    while (!ran.load()) usleep(1000);
     usleep(20000);
     leave(9);
   }
