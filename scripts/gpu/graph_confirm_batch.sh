@@ -67,5 +67,17 @@ for p in graph_capture graphed_callables; do
     precise "torch_${p}_$m" 90 python3 "samples/torch/$p.py" $m
   done
 done
+# graph_nccl_allreduce racy under --precise=all was killed by SIGSEGV once (run 15): with and
+# without graph-node measurement (STREAMRACE_PRECISE_GRAPH_NODES), twice each.
+if [ -x "$R/bin/graph_nccl_allreduce" ]; then
+  echo "gdb: $(command -v gdb || echo none)" >> "$S"
+  for i in 1 2; do
+    for g in 1 0; do
+      STREAMRACE_PRECISE_GRAPH_NODES=$g one "nccl_graph_precise_nodes${g}_$i" 60 "$SR" run --precise=all --no-color \
+        -o "$R/runs/nccl_graph_precise_nodes${g}_$i/traces" -- "$R/bin/graph_nccl_allreduce" racy
+      grep -m1 "killed by signal" "$R/runs/nccl_graph_precise_nodes${g}_$i/log.txt" >> "$S"
+    done
+  done
+fi
 echo "== done $(date -u +%FT%TZ), $(( $(date +%s) - START )) s" >> "$S"
 tar -C "$R" -czf "$OUT/results.tar.gz" runs
