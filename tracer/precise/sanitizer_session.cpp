@@ -64,6 +64,7 @@ struct SanitizerFns {
   decltype(&sanitizerMemcpyDeviceToHost) copy_to_host = nullptr;
   decltype(&sanitizerStreamSynchronize) stream_sync = nullptr;
   decltype(&sanitizerGetResultString) result_string = nullptr;
+  decltype(&sanitizerGetStreamHandle) stream_handle = nullptr;  // optional: without it no graph node is measured
 };
 SanitizerFns g_fn;
 
@@ -207,6 +208,30 @@ std::string demangle(const char* name) {
 
 void unpatch_ready(State& st);
 
+// At the start of a graph launch call (cudaGraphLaunch, cuGraphLaunch: the executable graph,
+// then the stream), before the driver runs it: the context's ring of interval slots, which
+// its kernel nodes' callbacks may not allocate themselves.
+void prepare_graph_launch(State& st, const Sanitizer_CallbackData* cb) {
+  struct GraphLaunchParams {
+    void* exec;
+    CUstream stream;
+  };
+  const auto* p = static_cast<const GraphLaunchParams*>(cb->functionParams);
+  if (p == nullptr || cb->context == nullptr || g_fn.stream_handle == nullptr) return;
+  std::lock_guard lock(st.mu);
+  ContextState& cs = st.contexts[cb->context];
+  if (cs.ring != nullptr || !cs.patches_loaded) return;
+  Sanitizer_StreamHandle h = nullptr;
+  if (g_fn.stream_handle(cb->context, p->stream, &h) != SANITIZER_SUCCESS || h == nullptr) return;
+  ensure_ring_locked(st, cb->context, cs, h);
+}
+
+bool is_graph_launch(Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid) {
+  return domain == SANITIZER_CB_DOMAIN_RUNTIME_API
+             ? cbid == SANITIZER_CBID_RUNTIME_API_cudaGraphLaunch || cbid == SANITIZER_CBID_RUNTIME_API_cudaGraphLaunch_ptsz
+             : cbid == SANITIZER_CBID_DRIVER_API_cuGraphLaunch || cbid == SANITIZER_CBID_DRIVER_API_cuGraphLaunch_ptsz;
+}
+
 void on_api(State& st, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid, const Sanitizer_CallbackData* cb) {
   ApiCall call;
   call.domain = domain == SANITIZER_CB_DOMAIN_RUNTIME_API ? ApiDomain::kRuntime : ApiDomain::kDriver;
@@ -217,6 +242,8 @@ void on_api(State& st, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbi
   call.result = (!call.enter && cb->functionReturnValue) ? *static_cast<const int32_t*>(cb->functionReturnValue) : 0;
   call.context = reinterpret_cast<uint64_t>(cb->context);
   if (call.enter && t_api_depth == 0) unpatch_ready(st);
+  if (call.enter && t_api_depth == 0 && st.options.graph_nodes && is_graph_launch(domain, cbid))
+    prepare_graph_launch(st, cb);
   if (call.enter && t_api_depth++ == 0) {
     do {
       t_correlation = st.next_correlation.fetch_add(1, std::memory_order_relaxed);
@@ -347,8 +374,11 @@ LaunchIntervals* take_slot(State& st, const Sanitizer_LaunchData* l, const std::
   if (v == SamplePlan::Verdict::kSampledOut) st.sampled_out.fetch_add(1, std::memory_order_relaxed);
   if (v == SamplePlan::Verdict::kRepatch) st.plan->repatch_done(module, patch_locked(st, cs, l->module) == SANITIZER_SUCCESS);
   if (st.plan->has_unpatch_work()) st.unpatch_work.store(true, std::memory_order_release);
-  if (v != SamplePlan::Verdict::kMeasure || !cs.patches_loaded || !ensure_ring_locked(st, l->context, cs, stream))
-    return nullptr;
+  if (v != SamplePlan::Verdict::kMeasure || !cs.patches_loaded) return nullptr;
+  // A graph node's callback comes while the driver runs the graph launch: no allocation or
+  // synchronisation there (the ring was made when the launch call began: prepare_graph_launch).
+  if (node && (cs.ring == nullptr || cs.free_slots.empty())) return nullptr;
+  if (!ensure_ring_locked(st, l->context, cs, stream)) return nullptr;
   // Every slot is waiting for a synchronisation the program has not made yet: make one.
   if (cs.free_slots.empty()) collect_context_locked(st, cs);
   if (cs.free_slots.empty()) return nullptr;
@@ -519,6 +549,7 @@ bool SanitizerSession::load() {
   find(lib, g_fn.copy_to_host, "sanitizerMemcpyDeviceToHost");
   find(lib, g_fn.stream_sync, "sanitizerStreamSynchronize");
   find(lib, g_fn.result_string, "sanitizerGetResultString");
+  find(lib, g_fn.stream_handle, "sanitizerGetStreamHandle");
   if (!g_fn.subscribe || !g_fn.enable_callback || !g_fn.add_patches_from_file || !g_fn.patch_instructions ||
       !g_fn.patch_module || !g_fn.set_launch_data || !g_fn.alloc || !g_fn.free || !g_fn.copy_to_device ||
       !g_fn.copy_to_host || !g_fn.stream_sync)
