@@ -156,5 +156,35 @@ TEST(Confirmation, AGraphKernelNodeFindingIsGoneOnlyWhenSuchANodeWasMeasured) {
     EXPECT_EQ(e.outcome, ConfirmOutcome::kGone) << e.reason;
 }
 
+// Recorded on the H200 (run 16): `run --confirm` of graph_explicit racy. The default run has 2
+// possible findings (the slow_fill kernel node vs a memcpy node of the same graph, a memset
+// node vs the eager read_sum); the confirming run measured the slow_fill node (a graph launch
+// with one kernel node, KernelNodeAccess) and the read_sum launch: both are certain, with the
+// exact 1 MiB ranges.
+TEST(Confirmation, TheRecordedGraphKernelNodeFindingIsConfirmedCertain) {
+  auto before = analyze_case("graph_explicit_racy_confirm");
+  auto after = analyze_case("graph_explicit_racy_confirm/confirm");
+  ASSERT_EQ(after.traces.size(), 1u);
+  EXPECT_EQ(after.traces[0].measured_graph_kernels, std::vector<std::string>{"slow_fill(float*, unsigned long, long long)"});
+  std::set<std::string> nodes(after.traces[0].measured_graph_kernels.begin(), after.traces[0].measured_graph_kernels.end());
+  auto c = analysis::confirm_findings(before.findings, after.findings, {}, measured(after), nodes);
+  ASSERT_EQ(c.size(), 2u);
+  size_t node = 0;
+  for (const auto& e : c) {
+    EXPECT_EQ(e.outcome, ConfirmOutcome::kConfirmed) << e.reason;
+    ASSERT_TRUE(e.after.has_value());
+    EXPECT_EQ(e.after->overlap_bytes, 1u << 20);
+    for (const auto* a : {&e.after->earlier, &e.after->later}) {
+      EXPECT_TRUE(a->exact) << a->op;
+      if (a->op.rfind("slow_fill", 0) != 0) continue;
+      ++node;
+      EXPECT_TRUE(a->graph_launch.has_value());
+      EXPECT_EQ(a->direction, "write");
+      EXPECT_EQ(a->bytes, 1u << 20);
+    }
+  }
+  EXPECT_EQ(node, 1u);
+}
+
 }  // namespace
 }  // namespace streamrace
