@@ -320,9 +320,10 @@ for line in open(raw):
     r["units"] = units
     r["trace_bytes_per_unit"] = r["trace_bytes"] / units if r["trace_bytes"] is not None else None
     rows.append(r)
-order = ["untraced", "streamrace", "selftime", "oldstacks", "nostacks", "noblocks", "floor_domains", "floor_cbids"]
+order = ["untraced", "streamrace", "selftime", "oldstacks", "nostacks", "noblocks", "confirmwin", "floor_domains", "floor_cbids"]
 what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nostacks": "`streamrace run`, STREAMRACE_STACKS=none",
         "noblocks": "`streamrace run`, STREAMRACE_TORCH_ALLOCATOR=0",
+        "confirmwin": "the --confirm window: `streamrace run --precise=CONFIRM_KERNELS`",
         "selftime": "`streamrace run`, STREAMRACE_SELF_TIME=1 (the default, its own time measured)",
         "oldstacks": "`streamrace run`, stacks as before the caches (PYTHON_SITES=0, NATIVE_UNWIND=dwarf)",
         "floor_domains": "empty CUPTI subscriber, runtime+driver domains", "floor_cbids": "empty CUPTI subscriber, the tracer's cbid list"}
