@@ -2,6 +2,7 @@
 #include "tracer/tracer_process.h"
 
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -27,6 +28,18 @@ namespace {
 
 constexpr int kFatalSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTERM, SIGINT};
 struct sigaction g_previous[65];
+// STREAMRACE_CRASH_BACKTRACE=1: a process that dies of a fault writes its native stack to
+// stderr first (for a report of a crash inside the tracer or a library it calls into).
+bool g_crash_backtrace = false;
+
+void write_crash_backtrace(int sig) {
+  if (!g_crash_backtrace || sig == SIGTERM || sig == SIGINT) return;
+  char head[96];
+  const int n = std::snprintf(head, sizeof head, "streamrace: pid %d dies of signal %d; its stack:\n", int(getpid()), sig);
+  if (n > 0) (void)!write(STDERR_FILENO, head, size_t(n));
+  void* frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), STDERR_FILENO);  // no allocation (preloaded below)
+}
 
 void signal_handler(int sig, siginfo_t* info, void* uctx) {
   int saved = errno;
@@ -46,6 +59,7 @@ void signal_handler(int sig, siginfo_t* info, void* uctx) {
   }
   if (prev.sa_handler == SIG_IGN) return;
   // Default action (the process dies): save what we can, then die the default way.
+  write_crash_backtrace(sig);
   TracerProcess::get().on_fatal_signal(sig);
   sigaction(sig, &prev, nullptr);
   raise(sig);
@@ -240,6 +254,11 @@ void TracerProcess::install_exit_hooks() {
   if (hooks_installed_) return;
   hooks_installed_ = true;
   std::atexit(exit_hook);
+  if (const char* v = std::getenv("STREAMRACE_CRASH_BACKTRACE"); v && std::strcmp(v, "1") == 0) {
+    void* frame[1];
+    backtrace(frame, 1);  // loads the unwinder now: in a signal handler it could not allocate
+    g_crash_backtrace = true;
+  }
   for (int sig : kFatalSignals) {
     struct sigaction sa {};
     sa.sa_sigaction = signal_handler;
