@@ -20,7 +20,14 @@ source scripts/gpu/batch_lib.sh
 echo "== $(date -u +%FT%TZ) carry $(head -1 gpu-carry/COMMIT)" > "$S"
 timeout 150 nvcc -O2 -arch=sm_90 -std=c++17 -cudart shared -o "$R/bin/graph_nccl_allreduce" samples/cuda/graph_nccl_allreduce.cu \
   $(nccl_nvcc_flags) -Xlinker -rpath,/usr/local/cuda/lib64 > "$R/runs/nvcc.log" 2>&1 || echo "nvcc failed" >> "$S"
-ONE_GREP="killed by signal|dies of signal|SUMMARY" ONE_CUT=300
+ONE_GREP="killed by signal|dies of signal|SUMMARY|malloc|free\(\)|corrupt" ONE_CUT=300
+# MALLOC_DEBUG=1: glibc's checking allocator (libc_malloc_debug, malloc.check=3) aborts at the
+# first bad free instead of at exit.
+if [ "${MALLOC_DEBUG:-0}" = 1 ]; then
+  md=$(ls /lib/x86_64-linux-gnu/libc_malloc_debug.so.0 /usr/lib/x86_64-linux-gnu/libc_malloc_debug.so.0 2>/dev/null | head -1)
+  echo "malloc debug: ${md:-none}" >> "$S"
+  [ -n "$md" ] && export LD_PRELOAD="$md" GLIBC_TUNABLES=glibc.malloc.check=3 MALLOC_PERTURB_=165
+fi
 for i in $(seq 1 "${RUNS:-6}"); do
   for m in racy clean; do
     one "nccl_${m}_$i" 40 "$SR" run --precise=all --no-color -o "$R/runs/nccl_${m}_$i/traces" -- "$R/bin/graph_nccl_allreduce" $m
@@ -32,4 +39,4 @@ for f in "$R"/runs/*/log.txt; do
   awk '/dies of signal/{p=1} p&&/^\/|^\[|streamrace/{print} /^[^\/\[]/&&p&&!/dies of signal/{p=0}' "$f" | head -40 > "$f.stack"
 done
 for f in "$R"/runs/*/log.txt.stack; do [ -s "$f" ] && { echo "--- $f"; cat "$f"; } ; done | head -150 >> "$S"
-tar -C "$R" -czf "$OUT/logs.tar.gz" runs --exclude='*.srace'
+tar -C "$R" --exclude='*.srace' -czf "$OUT/logs.tar.gz" runs
