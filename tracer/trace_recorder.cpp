@@ -54,6 +54,11 @@ class TraceRecorder::FlushLock {
   TraceRecorder& r_;
 };
 
+// Set when the calling thread's ThreadSlot was destroyed (trivially destructible, so readable
+// for the rest of the thread's exit). exit() runs the main thread's thread_local destructors
+// before its atexit handlers and the libraries' destructors, and the tracer records there.
+thread_local bool t_slot_destroyed = false;
+
 // The calling thread's buffer in the current recorder. Marked dead when the thread exits so
 // the flusher writes what is left and forgets it.
 struct TraceRecorder::ThreadSlot {
@@ -61,6 +66,7 @@ struct TraceRecorder::ThreadSlot {
   std::shared_ptr<ThreadBuffer> buf;
   ~ThreadSlot() {
     if (buf) buf->dead.store(true);
+    t_slot_destroyed = true;
     current_buffer() = CurrentBuffer{};  // a record during the rest of the thread's exit takes the slow path
   }
 };
@@ -135,6 +141,22 @@ TraceRecorder::ThreadBuffer& TraceRecorder::buffer() {
 }
 
 TraceRecorder::ThreadBuffer& TraceRecorder::new_buffer(CurrentBuffer& current) {
+  if (t_slot_destroyed) {
+    // The thread is exiting and its slot is gone (touching it now would reach a buffer the
+    // flusher may have freed: the exit crash of precise mode, whose closing notice is written
+    // from an atexit handler). Its later records go to a buffer only the registry owns, never
+    // marked dead (the thread may record again through `current`): written with the rest, kept
+    // until the recorder closes.
+    auto b = std::make_shared<ThreadBuffer>();
+    b->tid = pid_t(syscall(SYS_gettid));
+    b->index = next_thread_.fetch_add(1);
+    {
+      std::lock_guard lock(registry_mu_);
+      buffers_.push_back(b);
+    }
+    current = CurrentBuffer{id_, b.get()};
+    return *b;
+  }
   thread_local ThreadSlot slot;
   if (slot.recorder != id_ || !slot.buf) {
     if (slot.buf) slot.buf->dead.store(true);

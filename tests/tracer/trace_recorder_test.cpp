@@ -272,5 +272,44 @@ TEST(StackCapture, PythonModeWithoutPythonGivesNoStack) {
   EXPECT_EQ(sc.capture(), 0u);
 }
 
+// exit() runs the main thread's thread_local destructors before its atexit handlers, where the
+// tracer still records (precise mode's closing notice). A record made after the thread's slot
+// is gone, with a flush between (which forgets the dead buffer), must not reach the freed
+// buffer (the exit-time SIGSEGV / heap corruption of precise mode, session 26) and must be
+// written. The thread_local below is made before the thread's first record, so it is destroyed
+// after the recorder's slot.
+TEST(TraceRecorder, ARecordAfterTheThreadsSlotIsGoneIsWritten) {
+  auto dir = temp_dir("late");
+  RecorderOptions o;
+  o.path = (dir / "t.srace").string();
+  TraceRecorder rec(o);
+  struct LateRecorder {
+    TraceRecorder* rec = nullptr;
+    ~LateRecorder() {
+      if (!rec) return;
+      rec->flush();  // the flusher writes the dead buffer's records and forgets the buffer
+      rec->add_notice(trace::NoticeLevel::kInfo, "recorded during thread exit");
+      rec->add_notice(trace::NoticeLevel::kInfo, "and again");
+    }
+  };
+  std::thread t([&rec] {
+    thread_local LateRecorder late;
+    late.rec = &rec;
+    trace::StreamSynchronize r{};
+    r.call = rec.call(rec.strings().intern("cudaStreamSynchronize"), 0);
+    rec.add(r);
+  });
+  t.join();
+  rec.close();
+  auto c = read_trace(o.path);
+  EXPECT_TRUE(c.stats.complete);
+  EXPECT_EQ(c.of(RecordKind::kStreamSynchronize).size(), 1u);
+  std::vector<std::string> notices;
+  for (const auto& n : c.of(RecordKind::kNotice))
+    notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+  EXPECT_EQ(notices, (std::vector<std::string>{"recorded during thread exit", "and again"}));
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace streamrace::tracer
