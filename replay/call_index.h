@@ -64,6 +64,8 @@ class CallIndex final : public trace::RecordObserver {
   // first record().
   void keep_records(size_t max_bytes) { keep_limit_ = max_bytes; }
   bool has_records() const { return keep_limit_ != 0 && !kept_dropped_; }
+  // The bytes of the kept records (each with its 4-byte framing: a chunk payload's size).
+  size_t kept_bytes() const { return has_records() ? kept_bytes_ : 0; }
   // Hands every kept record to fn, in the order they were read (has_records() only).
   void for_each_record(const std::function<void(const trace::RecordView&)>& fn) const;
 

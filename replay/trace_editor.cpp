@@ -110,6 +110,13 @@ TraceHeader TraceEditor::edited_header() const {
   return h;
 }
 
+WriterOptions TraceEditor::writer_options() const {
+  WriterOptions o;
+  // The edits add a few records to what was kept: the rule goes by the source's size.
+  o.compress = !(index_.has_records() && index_.kept_bytes() <= kStoredTraceBytes);
+  return o;
+}
+
 uint64_t TraceEditor::write(const std::string& path, WriterOptions opts, const ChunkSink& sink) const {
   const TraceHeader h = edited_header();
   // The records as the analysis read them when the index kept them (a small trace), else
@@ -367,12 +374,12 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
   const TraceHeader header = ed.edited_header();
   if (analyse && analysis::FedTrace::supports(header)) {
     analysis::FedTrace fed(out, header, verdict_options());
-    ed.write(out, {}, [&fed](uint64_t at, std::span<const uint8_t> payload, uint32_t records) {
+    ed.write(out, ed.writer_options(), [&fed](uint64_t at, std::span<const uint8_t> payload, uint32_t records) {
       fed.chunk(at, payload, records);
     });
     o.analysed = fed.finish(fs::file_size(out));
   } else {
-    ed.write(out);
+    ed.write(out, ed.writer_options());
   }
   o.edits = ed.edits();
   o.events = ed.events();

@@ -6,10 +6,12 @@
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace streamrace::trace {
@@ -231,6 +233,31 @@ void TraceWriter::write_all(const void* data, size_t size) {
   }
 }
 
+void TraceWriter::write_all_gathered(const void* first, size_t first_size, const void* second, size_t second_size) {
+  iovec v[2] = {{const_cast<void*>(first), first_size}, {const_cast<void*>(second), second_size}};
+  int at = 0;
+  while (at < 2) {
+    if (v[at].iov_len == 0) {
+      ++at;
+      continue;
+    }
+    ssize_t n = ::writev(fd_, v + at, 2 - at);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw TraceError(path_ + ": write failed: " + std::strerror(errno));
+    }
+    offset_ += uint64_t(n);
+    // A short write: skip what went out, go on from there.
+    for (size_t done = size_t(n); done > 0 && at < 2;) {
+      const size_t take = std::min(done, v[at].iov_len);
+      v[at].iov_base = static_cast<uint8_t*>(v[at].iov_base) + take;
+      v[at].iov_len -= take;
+      done -= take;
+      if (v[at].iov_len == 0) ++at;
+    }
+  }
+}
+
 void TraceWriter::write_header(const TraceHeader& h) {
   std::vector<uint8_t> body;
   put_kv(body, "producer", h.producer);
@@ -293,11 +320,10 @@ void TraceWriter::write_framed(uint32_t flags, std::span<const uint8_t> raw, uin
     return;
   }
   // One write per chunk keeps a concurrent kill from leaving a header without its payload
-  // more often than necessary; the reader copes with that case anyway.
-  std::vector<uint8_t> out(sizeof(h) + stored.size());
-  std::memcpy(out.data(), &h, sizeof(h));
-  if (!stored.empty()) std::memcpy(out.data() + sizeof(h), stored.data(), stored.size());
-  write_all(out.data(), out.size());
+  // more often than necessary; the reader copes with that case anyway. Gathered from the
+  // header and the caller's payload: a stored chunk is as large as its records (a megabyte),
+  // and copying it behind the header touched that much fresh memory again.
+  write_all_gathered(&h, sizeof(h), stored.data(), stored.size());
 }
 
 void TraceWriter::write_chunk(const ChunkBuilder& chunk) {

@@ -128,6 +128,9 @@ class TraceWriter {
 
  private:
   void write_all(const void* data, size_t size);
+  // Writes `first` then `second` in one writev where the kernel takes it all (a stored chunk:
+  // its header, then its payload where the caller has it, no copy).
+  void write_all_gathered(const void* first, size_t first_size, const void* second, size_t second_size);
   void write_header(const TraceHeader& header);
   void write_framed(uint32_t flags, std::span<const uint8_t> raw, uint32_t records);
 

@@ -795,3 +795,76 @@ TEST(TraceEditor, EditedTracesAnalysedAsWrittenGiveTheVerdictOfReadingThemBack) 
     }
   }
 }
+
+namespace {
+
+// The flags of every chunk of a trace file, in file order (the end-of-trace marker last).
+std::vector<uint32_t> chunk_flags(const std::string& path) {
+  const std::string d = file_bytes(path);
+  uint32_t body = 0;
+  std::memcpy(&body, d.data() + 12, 4);
+  std::vector<uint32_t> flags;
+  for (size_t at = 16 + size_t(body) + 4; at + 24 <= d.size();) {
+    uint32_t h[6];
+    std::memcpy(h, d.data() + at, sizeof(h));
+    EXPECT_EQ(h[0], tr::kChunkMagic);
+    flags.push_back(h[1]);
+    at += 24 + h[2];
+  }
+  return flags;
+}
+
+}  // namespace
+
+// apply_record_fixes writes an edited trace whose kept records come to at most
+// kStoredTraceBytes in stored chunks (no zstd: on a small trace its level 1 was half of the
+// editor's time) and a larger one compressed; the records are the same either way, and the
+// stored file is the one every reader takes.
+TEST(TraceEditor, ASmallEditedTraceIsWrittenInStoredChunksWithTheSameRecords) {
+  const std::string dir = temp_dir("stored");
+  std::vector<std::string> paths;
+  for (int r = 0; r < 2; ++r) {
+    paths.push_back(dir + "/rank" + std::to_string(r) + ".srace");
+    EmitOptions eo;
+    eo.steps = 2;
+    eo.precise_kernels = false;
+    emit_trace(make_zero_schedule(synthetic_bucket_config(ZeroFix::kNone, r)), paths.back(), eo);
+  }
+  RecordFixOptions o;
+  o.out_dir = dir + "/fixed";
+  const auto res = apply_record_fixes(paths, o);
+  ASSERT_TRUE(res.fixed());
+  ASSERT_EQ(res.traces.size(), 2u);
+  for (const auto& t : res.traces) {
+    const std::vector<uint32_t> flags = chunk_flags(t.edited);
+    ASSERT_EQ(flags.size(), 2u) << t.edited;  // the records (a few kB), the end marker
+    EXPECT_EQ(flags[0], 0u) << t.edited;
+    EXPECT_EQ(flags[1], uint32_t(tr::kChunkEndOfTrace)) << t.edited;
+  }
+  EXPECT_TRUE(analyze_traces({res.traces[0].edited, res.traces[1].edited}).clean());
+
+  // The rule: kept records of at most kStoredTraceBytes are stored; an editor that read the
+  // trace itself (a large trace: the index kept nothing) compresses.
+  std::optional<CallIndex> kept;
+  const auto v = analyze_traces({paths[0]}, [&](const std::string& p) -> tr::RecordObserver* {
+    kept.emplace(p).keep_records(TraceEditor::kStoredTraceBytes);
+    return &*kept;
+  });
+  ASSERT_TRUE(kept && kept->has_records());
+  EXPECT_GT(kept->kept_bytes(), 0u);
+  TraceEditor small(std::move(*kept)), large(paths[0]);
+  EXPECT_FALSE(small.writer_options().compress);
+  EXPECT_TRUE(large.writer_options().compress);
+  for (TraceEditor* ed : {&small, &large})
+    for (const auto& f : v.findings)
+      for (const auto& p : f.where[0].pairs)
+        ed->add_edit({*ed->stream_of_call(p.earlier_seq), p.earlier_seq, *ed->stream_of_call(p.later_seq), p.later_seq});
+  EXPECT_EQ(small.write(dir + "/stored.srace", small.writer_options()), large.write(dir + "/zstd.srace"));
+  EXPECT_EQ(chunk_flags(dir + "/stored.srace"), (std::vector<uint32_t>{0u, tr::kChunkEndOfTrace}));
+  EXPECT_EQ(chunk_flags(dir + "/zstd.srace"), (std::vector<uint32_t>{tr::kChunkZstd, tr::kChunkEndOfTrace}));
+  EXPECT_GT(fs::file_size(dir + "/stored.srace"), fs::file_size(dir + "/zstd.srace"));
+  const ReadBack a = read_back(dir + "/stored.srace"), b = read_back(dir + "/zstd.srace");
+  EXPECT_EQ(a.kinds, b.kinds);
+  EXPECT_EQ(a.bodies, b.bodies);
+  EXPECT_EQ(a.header.producer, b.header.producer);
+}
