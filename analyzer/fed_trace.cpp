@@ -50,6 +50,10 @@ void FedTrace::chunk(uint64_t offset, std::span<const uint8_t> payload, uint32_t
   state_->stream.feed_chunk(offset, payload, records, [this](const trace::RecordView& r) { state_->deliver(r); });
 }
 
+void FedTrace::chunk(uint64_t offset, std::span<const std::span<const uint8_t>> payload, uint32_t records) {
+  state_->stream.feed_chunk(offset, payload, records, [this](const trace::RecordView& r) { state_->deliver(r); });
+}
+
 TraceOutcome FedTrace::finish(uint64_t file_bytes) {
   State& s = *state_;
   s.stream.feed_end(file_bytes, [&s](const trace::RecordView& r) { s.deliver(r); });

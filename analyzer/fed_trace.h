@@ -34,6 +34,8 @@ class FedTrace {
   // The next chunk written: its offset in the file, payload and record count, as
   // TraceWriter::write_chunk writes them. Throws trace::TraceError as reading the file would.
   void chunk(uint64_t offset, std::span<const uint8_t> payload, uint32_t records);
+  // The same for a payload in pieces (consecutive runs of whole records).
+  void chunk(uint64_t offset, std::span<const std::span<const uint8_t>> payload, uint32_t records);
   // Once the file is closed (its end-of-trace marker written) and `file_bytes` long: the
   // outcome Analyzer::analyse(path) gives for that file.
   TraceOutcome finish(uint64_t file_bytes);

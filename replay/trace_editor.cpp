@@ -34,6 +34,113 @@ namespace {
 constexpr const char* kEditedTag = " (edited by streamrace replay: ";
 constexpr const char* kEditsKey = "streamrace_fix_edits";
 
+// One chunk of the edited trace as it is assembled. The records the index kept are a framed
+// record stream already (u16 kind, u16 size, body: a chunk payload's framing), so with
+// `in_place` a copied record is renumbered where it lies and the chunk is the list of those
+// runs and of the inserted records (kept in `inserted_`), written and handed to the sink as
+// pieces: no megabyte-sized copy of the trace per chunk (its fresh pages and per-record
+// appends were a third of the editor's own time). The seqs are put back once the chunk is
+// out, so the kept records stay as read (write() may run again). Otherwise (records read
+// from the file, which the next chunk's decode overwrites) every record is copied.
+class EditedChunk {
+ public:
+  explicit EditedChunk(bool in_place) : in_place_(in_place) {
+    // Cut at 1 MiB after a record (and what is inserted after it): reserved a little above,
+    // so it does not double to 2 MiB for the last records of a chunk.
+    if (!in_place_) inserted_.reserve((1u << 20) + (256u << 10));
+  }
+  // A record the edits insert.
+  template <FixedRecord T>
+  void insert(const T& rec) {
+    inserted(inserted_.bytes(), [&] { inserted_.add(rec); });
+  }
+  void insert_string(uint32_t id, std::string_view text) {
+    inserted(inserted_.bytes(), [&] { inserted_.add_string(id, text); });
+  }
+  // A record of the source, given `seq` when it is a call (renumbered), else as it is.
+  void copy(const RecordView& r, std::optional<uint64_t> seq) {
+    if (!in_place_) {
+      if (!seq) {
+        inserted_.add_raw(r.kind, r.body.data(), r.body.size(), nullptr, 0);
+      } else {
+        body_.assign(r.body.begin(), r.body.end());
+        std::memcpy(body_.data(), &*seq, sizeof(*seq));
+        inserted_.add_raw(r.kind, body_.data(), body_.size(), nullptr, 0);
+      }
+      ++records_;
+      return;
+    }
+    // The kept bytes belong to the index this editor owns; only the seq changes, and only
+    // until the chunk is written (see restore()).
+    uint8_t* body = const_cast<uint8_t*>(r.body.data());
+    if (seq) {
+      uint64_t was;
+      std::memcpy(&was, body, sizeof(was));
+      restore_.emplace_back(body, was);
+      std::memcpy(body, &*seq, sizeof(*seq));
+    }
+    const uint8_t* framed = body - sizeof(RecordPrefix);
+    const size_t n = sizeof(RecordPrefix) + r.body.size();
+    if (!pieces_.empty() && pieces_.back().kept && pieces_.back().at + pieces_.back().size == framed)
+      pieces_.back().size += n;
+    else
+      pieces_.push_back(Piece{true, framed, 0, n});
+    bytes_ += n;
+    ++records_;
+  }
+  size_t bytes() const { return in_place_ ? bytes_ : inserted_.bytes(); }
+  uint32_t records() const { return records_; }
+  bool empty() const { return records_ == 0; }
+  // Writes the chunk to `w` and hands it to `sink`, then starts the next one.
+  void emit(TraceWriter& w, const TraceEditor::ChunkSink& sink) {
+    spans_.clear();
+    if (in_place_)
+      for (const Piece& p : pieces_)
+        spans_.emplace_back(p.kept ? p.at : inserted_.payload().data() + p.offset, p.size);
+    else
+      spans_.push_back(inserted_.payload());
+    const uint64_t at = w.bytes_written();
+    w.write_chunk(spans_, records_);
+    if (sink) sink(at, spans_, records_);
+    for (const auto& [body, seq] : restore_) std::memcpy(body, &seq, sizeof(seq));
+    restore_.clear();
+    pieces_.clear();
+    inserted_.clear();
+    bytes_ = 0;
+    records_ = 0;
+  }
+
+ private:
+  struct Piece {
+    bool kept;          // in the index's kept records (at), else in inserted_ (offset)
+    const uint8_t* at;
+    size_t offset;
+    size_t size;
+  };
+  template <typename Add>
+  void inserted(size_t from, Add add) {
+    add();
+    const size_t n = inserted_.bytes() - from;
+    ++records_;
+    if (!in_place_) return;
+    // inserted_ may move as it grows: its pieces are offsets until emit().
+    if (!pieces_.empty() && !pieces_.back().kept && pieces_.back().offset + pieces_.back().size == from)
+      pieces_.back().size += n;
+    else
+      pieces_.push_back(Piece{false, nullptr, from, n});
+    bytes_ += n;
+  }
+
+  bool in_place_;
+  ChunkBuilder inserted_;  // in place: the inserted records only; else the whole chunk
+  std::vector<Piece> pieces_;
+  std::vector<std::span<const uint8_t>> spans_;
+  std::vector<std::pair<uint8_t*, uint64_t>> restore_;  // renumbered kept bodies, their seqs
+  std::vector<uint8_t> body_;  // a copied call record with its seq renumbered
+  size_t bytes_ = 0;
+  uint32_t records_ = 0;
+};
+
 }  // namespace
 
 TraceEditor::TraceEditor(const std::string& path) : TraceEditor(CallIndex::read(path)) {}
@@ -132,7 +239,7 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts, const C
   std::optional<TraceWriter> writer;
   writer.emplace(path, h, opts);
   try {
-    return write_records(each, *writer, sink);
+    return write_records(each, !source, *writer, sink);
   } catch (...) {
     writer.reset();  // what was written is no trace: removed
     std::error_code ec;
@@ -141,7 +248,7 @@ uint64_t TraceEditor::write(const std::string& path, WriterOptions opts, const C
   }
 }
 
-uint64_t TraceEditor::write_records(const RecordSource& source, TraceWriter& w, const ChunkSink& sink) const {
+uint64_t TraceEditor::write_records(const RecordSource& source, bool kept, TraceWriter& w, const ChunkSink& sink) const {
   // Every pair's insertions, in trace order.
   struct {
     std::vector<uint64_t> records, waits;
@@ -154,17 +261,10 @@ uint64_t TraceEditor::write_records(const RecordSource& source, TraceWriter& w, 
   }
   std::sort(p.records.begin(), p.records.end());
   std::sort(p.waits.begin(), p.waits.end());
-  // Cut at 1 MiB after a record (and what is inserted after it): reserved a little above, so
-  // it does not double to 2 MiB for the last records of a chunk.
-  ChunkBuilder chunk;
-  chunk.reserve((1u << 20) + (256u << 10));
+  // Cut at 1 MiB after a record (and what is inserted after it).
+  EditedChunk chunk(kept);
   uint64_t written = 0;
-  auto emit = [&]() {
-    const uint64_t at = w.bytes_written();
-    w.write_chunk(chunk);
-    if (sink) sink(at, chunk.payload(), chunk.records());
-    chunk.clear();
-  };
+  auto emit = [&]() { chunk.emit(w, sink); };
   auto maybe_flush = [&]() {
     if (chunk.bytes() >= (1u << 20)) emit();
   };
@@ -176,7 +276,7 @@ uint64_t TraceEditor::write_records(const RecordSource& source, TraceWriter& w, 
       if (t == text) return id;
     const uint32_t id = next_string++;
     if (edits() != 0) {
-      chunk.add_string(id, text);
+      chunk.insert_string(id, text);
       ++written;
     }
     return id;
@@ -209,25 +309,24 @@ uint64_t TraceEditor::write_records(const RecordSource& source, TraceWriter& w, 
         ec.call = synthetic(pending_like, api_create);
         ec.event = sp.event;
         ec.flags = 0x2;  // cudaEventDisableTiming
-        chunk.add(ec);
+        chunk.insert(ec);
         ++written;
       }
       EventRecord er{};
       er.call = synthetic(pending_like, api_record);
       er.event = sp.event;
       er.stream = sp.record_stream;
-      chunk.add(er);
+      chunk.insert(er);
       ++written;
     }
   };
-  std::vector<uint8_t> copy;  // a call record with its seq renumbered
   source([&](const RecordView& r) {
     if (pending < pending_end) {
       if (r.kind != RecordKind::kKernelAccess && r.kind != RecordKind::kOpTiming) insert_pending();
       maybe_flush();
     }
     if (!has_call_info(r.kind) || record_fixed_size(r.kind) == 0) {
-      chunk.add_raw(r.kind, r.body.data(), r.body.size(), nullptr, 0);
+      chunk.copy(r, std::nullopt);
       ++written;
       if (pending == pending_end) maybe_flush();
       return;
@@ -241,13 +340,10 @@ uint64_t TraceEditor::write_records(const RecordSource& source, TraceWriter& w, 
       sw.call = synthetic(like, api_wait);
       sw.stream = sp.wait_stream;
       sw.event = sp.event;
-      chunk.add(sw);
+      chunk.insert(sw);
       ++written;
     }
-    copy.assign(r.body.begin(), r.body.end());
-    const uint64_t s = seq++;
-    std::memcpy(copy.data(), &s, sizeof(s));
-    chunk.add_raw(r.kind, copy.data(), copy.size(), nullptr, 0);
+    chunk.copy(r, seq++);
     ++written;
     pending = next_record;
     while (next_record < p.records.size() && seq_of(p.records[next_record]) == call_seq) ++next_record;
@@ -374,8 +470,9 @@ TraceEditOutcome edit_one_trace(const std::string& path, std::optional<CallIndex
   const TraceHeader header = ed.edited_header();
   if (analyse && analysis::FedTrace::supports(header)) {
     analysis::FedTrace fed(out, header, verdict_options());
-    ed.write(out, ed.writer_options(), [&fed](uint64_t at, std::span<const uint8_t> payload, uint32_t records) {
-      fed.chunk(at, payload, records);
+    ed.write(out, ed.writer_options(),
+             [&fed](uint64_t at, std::span<const std::span<const uint8_t>> payload, uint32_t records) {
+               fed.chunk(at, payload, records);
     });
     o.analysed = fed.finish(fs::file_size(out));
   } else {

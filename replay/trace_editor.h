@@ -65,7 +65,9 @@ class TraceEditor {
 
   // Each chunk of the edited trace as it is written: its offset in the file, its uncompressed
   // payload and its record count (what trace::TraceWriter::write_chunk was given).
-  using ChunkSink = std::function<void(uint64_t offset, std::span<const uint8_t> payload, uint32_t records)>;
+  // The payload comes in pieces (consecutive runs of records; see TraceWriter::write_chunk).
+  using ChunkSink =
+      std::function<void(uint64_t offset, std::span<const std::span<const uint8_t>> payload, uint32_t records)>;
   // Writes the edited trace to `path` (created exclusively), reading the source trace again
   // (throws trace::TraceError if it no longer reads as it did), with edited_header(). `sink`,
   // if set, sees every chunk right after it is written (apply_record_fixes analyses the edited
@@ -108,7 +110,9 @@ class TraceEditor {
   // Hands each record of the trace, in the analyzer's order, to its argument.
   using RecordSource = std::function<void(const std::function<void(const trace::RecordView&)>&)>;
   // Copies the source's records to `w` with the edits inserted; returns the records written.
-  uint64_t write_records(const RecordSource& source, trace::TraceWriter& w, const ChunkSink& sink) const;
+  // `kept`: the source is the index's kept records, which are written in place (renumbered
+  // while their chunk is written, then put back).
+  uint64_t write_records(const RecordSource& source, bool kept, trace::TraceWriter& w, const ChunkSink& sink) const;
 
   CallIndex index_;
   std::vector<StreamPair> pairs_;

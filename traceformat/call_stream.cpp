@@ -321,9 +321,24 @@ void CallStream::for_each(const std::function<void(const RecordView&)>& fn,
 
 void CallStream::feed_chunk(uint64_t offset, std::span<const uint8_t> payload, uint32_t records,
                             const std::function<void(const RecordView&)>& fn) {
+  const std::span<const uint8_t> one[1] = {payload};
+  feed_chunk(offset, one, records, fn);
+}
+
+void CallStream::feed_chunk(uint64_t offset, std::span<const std::span<const uint8_t>> payload, uint32_t records,
+                            const std::function<void(const RecordView&)>& fn) {
   // The writer writes no empty chunk; the reader would count one like any other.
   fed_chunk_offset_ = offset;
-  const std::optional<uint32_t> n = for_each_framed_record(payload, [&](const RecordView& r) { accept(r, fn); });
+  std::optional<uint32_t> n = 0;
+  const std::function<void(const RecordView&)> one = [&](const RecordView& r) { accept(r, fn); };
+  for (const auto& piece : payload) {
+    const std::optional<uint32_t> got = for_each_framed_record(piece, one);
+    if (!got) {
+      n.reset();
+      break;
+    }
+    *n += *got;
+  }
   if (!n || *n != records)
     throw TraceError(fmt::format("{}: chunk at offset {}: {}", fed_path_, offset,
                                  n ? fmt::format("chunk says {} records, holds {}", records, *n)

@@ -113,6 +113,10 @@ class CallStream {
   // hand them out. Throws TraceError as for_each does.
   void feed_chunk(uint64_t offset, std::span<const uint8_t> payload, uint32_t records,
                   const std::function<void(const RecordView&)>& fn);
+  // The same for a payload handed in as consecutive pieces of whole records (see
+  // TraceWriter::write_chunk): one chunk, whose records are the pieces' in order.
+  void feed_chunk(uint64_t offset, std::span<const std::span<const uint8_t>> payload, uint32_t records,
+                  const std::function<void(const RecordView&)>& fn);
   // After the last chunk: the end-of-trace marker TraceWriter::close() writes, and the
   // finished file's size. Hands out any call still waiting for a seq that never came.
   void feed_end(uint64_t file_bytes, const std::function<void(const RecordView&)>& fn);

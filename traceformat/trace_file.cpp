@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <climits>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -233,22 +234,22 @@ void TraceWriter::write_all(const void* data, size_t size) {
   }
 }
 
-void TraceWriter::write_all_gathered(const void* first, size_t first_size, const void* second, size_t second_size) {
-  iovec v[2] = {{const_cast<void*>(first), first_size}, {const_cast<void*>(second), second_size}};
-  int at = 0;
-  while (at < 2) {
+void TraceWriter::write_all_gathered(std::vector<iovec>& v) {
+  size_t at = 0;
+  while (at < v.size()) {
     if (v[at].iov_len == 0) {
       ++at;
       continue;
     }
-    ssize_t n = ::writev(fd_, v + at, 2 - at);
+    const int count = int(std::min<size_t>(v.size() - at, IOV_MAX));
+    ssize_t n = ::writev(fd_, v.data() + at, count);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw TraceError(path_ + ": write failed: " + std::strerror(errno));
     }
     offset_ += uint64_t(n);
-    // A short write: skip what went out, go on from there.
-    for (size_t done = size_t(n); done > 0 && at < 2;) {
+    // Past what went out (all of it, or a short write): go on from there.
+    for (size_t done = size_t(n); done > 0 && at < v.size();) {
       const size_t take = std::min(done, v[at].iov_len);
       v[at].iov_base = static_cast<uint8_t*>(v[at].iov_base) + take;
       v[at].iov_len -= take;
@@ -323,7 +324,8 @@ void TraceWriter::write_framed(uint32_t flags, std::span<const uint8_t> raw, uin
   // more often than necessary; the reader copes with that case anyway. Gathered from the
   // header and the caller's payload: a stored chunk is as large as its records (a megabyte),
   // and copying it behind the header touched that much fresh memory again.
-  write_all_gathered(&h, sizeof(h), stored.data(), stored.size());
+  std::vector<iovec> v = {{&h, sizeof(h)}, {const_cast<uint8_t*>(stored.data()), stored.size()}};
+  write_all_gathered(v);
 }
 
 void TraceWriter::write_chunk(const ChunkBuilder& chunk) {
@@ -331,6 +333,33 @@ void TraceWriter::write_chunk(const ChunkBuilder& chunk) {
   if (chunk.empty()) return;
   if (chunk.bytes() > kMaxChunkBytes) throw TraceError(path_ + ": chunk larger than the format allows");
   write_framed(0, chunk.payload(), chunk.records());
+}
+
+void TraceWriter::write_chunk(std::span<const std::span<const uint8_t>> pieces, uint32_t records) {
+  if (fd_ < 0) throw TraceError(path_ + ": write after close");
+  if (records == 0) return;
+  size_t bytes = 0;
+  for (const auto& p : pieces) bytes += p.size();
+  if (bytes > kMaxChunkBytes) throw TraceError(path_ + ": chunk larger than the format allows");
+  if (opts_.compress || pieces.size() == 1) {
+    if (pieces.size() == 1) return write_framed(0, pieces[0], records);
+    gathered_.clear();
+    gathered_.reserve(bytes);
+    for (const auto& p : pieces) gathered_.insert(gathered_.end(), p.begin(), p.end());
+    write_framed(0, gathered_, records);
+    return;
+  }
+  ChunkHeader h{kChunkMagic, 0, uint32_t(bytes), uint32_t(bytes), records, 0};
+  uint32_t crc = checksum(&h.flags, sizeof(uint32_t) * 4);
+  std::vector<iovec> v;
+  v.reserve(pieces.size() + 1);
+  v.push_back({&h, sizeof(h)});
+  for (const auto& p : pieces) {
+    crc = checksum(p.data(), p.size(), crc);
+    v.push_back({const_cast<uint8_t*>(p.data()), p.size()});
+  }
+  h.crc = crc;
+  write_all_gathered(v);
 }
 
 void TraceWriter::close() {

@@ -18,6 +18,7 @@
 #include "traceformat/records.h"
 
 struct ZSTD_CCtx_s;
+struct iovec;
 struct ZSTD_DCtx_s;
 
 namespace streamrace::trace {
@@ -121,6 +122,11 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
 
   void write_chunk(const ChunkBuilder& chunk);
+  // One chunk whose payload is the concatenation of `pieces` (each a run of whole framed
+  // records) holding `records` records: the bytes write_chunk of one builder with that
+  // payload writes. A stored chunk goes out from the pieces as they are (checksummed in
+  // turn, one writev), a compressed one is gathered first (zstd takes one buffer).
+  void write_chunk(std::span<const std::span<const uint8_t>> pieces, uint32_t records);
   // Writes the end-of-trace marker and closes the file. Idempotent.
   void close();
   const std::string& path() const { return path_; }
@@ -128,9 +134,9 @@ class TraceWriter {
 
  private:
   void write_all(const void* data, size_t size);
-  // Writes `first` then `second` in one writev where the kernel takes it all (a stored chunk:
-  // its header, then its payload where the caller has it, no copy).
-  void write_all_gathered(const void* first, size_t first_size, const void* second, size_t second_size);
+  // Writes the buffers in order, by writev (a stored chunk: its header, then its payload
+  // where the caller has it, no copy); `v` is used up.
+  void write_all_gathered(std::vector<struct iovec>& v);
   void write_header(const TraceHeader& header);
   void write_framed(uint32_t flags, std::span<const uint8_t> raw, uint32_t records);
 
@@ -139,6 +145,7 @@ class TraceWriter {
   WriterOptions opts_;
   uint64_t offset_ = 0;
   std::unique_ptr<uint8_t[]> scratch_;  // a compressed chunk, after room for its header
+  std::vector<uint8_t> gathered_;        // pieces of a chunk to compress, gathered
   size_t scratch_bytes_ = 0;
   // ZSTD_compressCCtx at the level ignores every other setting: the bytes are ZSTD_compress's.
   std::unique_ptr<ZSTD_CCtx_s, ZstdContextFree> cctx_;

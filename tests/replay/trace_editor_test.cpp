@@ -867,4 +867,13 @@ TEST(TraceEditor, ASmallEditedTraceIsWrittenInStoredChunksWithTheSameRecords) {
   EXPECT_EQ(a.kinds, b.kinds);
   EXPECT_EQ(a.bodies, b.bodies);
   EXPECT_EQ(a.header.producer, b.header.producer);
+  // The kept records are written in place (renumbered while their chunk goes out, then put
+  // back): writing again gives the same file, and it is the file the editor that read the
+  // trace itself writes with the same options.
+  small.write(dir + "/stored-again.srace", small.writer_options());
+  EXPECT_EQ(file_bytes(dir + "/stored-again.srace"), file_bytes(dir + "/stored.srace"));
+  large.write(dir + "/stored-large.srace", small.writer_options());
+  EXPECT_EQ(file_bytes(dir + "/stored-large.srace"), file_bytes(dir + "/stored.srace"));
+  small.write(dir + "/zstd-small.srace");
+  EXPECT_EQ(file_bytes(dir + "/zstd-small.srace"), file_bytes(dir + "/zstd.srace"));
 }

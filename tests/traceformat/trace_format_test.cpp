@@ -4,6 +4,8 @@
 
 #include <cstring>
 #include <fstream>
+#include <span>
+#include <vector>
 
 #include <zstd.h>
 
@@ -353,4 +355,72 @@ TEST(TraceFormat, RecordsArriveOutOfOrderAreReordered) {
 }
 
 }  // namespace
+// A chunk written from pieces of its payload (runs of whole records, as replay's editor hands
+// them over) is the chunk write_chunk of one builder writes, byte for byte, stored or
+// compressed, however the payload is cut; the stored file reads back the same records.
+TEST(TraceFormat, AChunkWrittenInPiecesIsTheChunkOfItsWholePayload) {
+  TempDir dir;
+  trace::ChunkBuilder whole;
+  std::vector<size_t> ends;  // where each record ends in the payload
+  for (int i = 0; i < 3000; ++i) {
+    if (i % 7 == 0) {
+      whole.add_string(uint32_t(100 + i), "name " + std::to_string(i));
+    } else {
+      trace::EventRecord r{};
+      r.call.seq = uint64_t(i);
+      r.event = 0x1000 + uint64_t(i % 13);
+      r.stream = 0x2000;
+      whole.add(r);
+    }
+    ends.push_back(whole.bytes());
+  }
+  const auto payload = whole.payload();
+  // Pieces of 1, 2, 3, ... records, and one piece of all of them.
+  std::vector<std::span<const uint8_t>> pieces;
+  size_t from = 0;
+  for (size_t e = 0, take = 1; e < ends.size(); e += take, ++take) {
+    const size_t to = ends[std::min(ends.size(), e + take) - 1];
+    pieces.push_back(payload.subspan(from, to - from));
+    from = to;
+  }
+  ASSERT_GT(pieces.size(), 50u);
+  const std::span<const uint8_t> all[1] = {payload};
+  for (bool compress : {false, true}) {
+    SCOPED_TRACE(compress ? "compressed" : "stored");
+    trace::WriterOptions wo;
+    wo.compress = compress;
+    const std::string a = dir.file(std::string("builder") + (compress ? "z" : "s") + ".srace");
+    const std::string b = dir.file(std::string("pieces") + (compress ? "z" : "s") + ".srace");
+    const std::string c = dir.file(std::string("one") + (compress ? "z" : "s") + ".srace");
+    {
+      trace::TraceWriter w(a, TraceBuilder::default_header(0), wo);
+      w.write_chunk(whole);
+      w.write_chunk(whole);
+    }
+    {
+      trace::TraceWriter w(b, TraceBuilder::default_header(0), wo);
+      w.write_chunk(pieces, whole.records());
+      w.write_chunk(pieces, whole.records());
+      w.write_chunk(std::span<const std::span<const uint8_t>>{}, 0);  // nothing: no chunk
+    }
+    {
+      trace::TraceWriter w(c, TraceBuilder::default_header(0), wo);
+      w.write_chunk(all, whole.records());
+      w.write_chunk(all, whole.records());
+    }
+    EXPECT_EQ(read_bytes(b), read_bytes(a));
+    EXPECT_EQ(read_bytes(c), read_bytes(a));
+    TraceReader r(b);
+    size_t n = 0;
+    std::string seen;
+    r.for_each([&](const trace::RecordView& v) {
+      ++n;
+      seen.append(reinterpret_cast<const char*>(v.body.data()), v.body.size());
+    });
+    EXPECT_EQ(n, 6000u);
+    EXPECT_EQ(r.stats().chunks, 3u);  // two of records, the end marker
+    EXPECT_TRUE(r.stats().complete);
+  }
+}
+
 }  // namespace streamrace
