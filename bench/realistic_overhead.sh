@@ -8,18 +8,27 @@
 #   fsdp2   (not run unless JOBS names it) GPT-2 124M under FSDP2: median step ms
 #   native  (not run unless JOBS names it) samples/cuda/launch_bench.cu, a C++ loop of empty
 #           kernel launches (built here with nvcc): ns per launch, native stacks
+#   launch_ab, native_ab  (not run unless JOBS names them) the launch loop and the native loop
+#           measured inside one traced process: AB_PAIRS pairs of blocks with the CUDA
+#           callbacks on and off (streamrace_bench_pause), the median of the pairs'
+#           differences in µs per op / ns per launch; the machine's drift between processes
+#           cancels out. Only the traced and floor configurations run them (untraced has no pause).
 # Configurations, interleaved within every round (the order rotates from round to round):
 #   untraced        the job alone
 #   streamrace      `streamrace run -o DIR -- job` (default tier, STREAMRACE_STACKS=auto)
 #   nostacks        the same with STREAMRACE_STACKS=none
 #   noblocks        the same with STREAMRACE_TORCH_ALLOCATOR=0 (no caching-allocator block events)
+#   rtlaunch        the default tier with STREAMRACE_RUNTIME_LAUNCHES=1 (kernel launches through the
+#                   runtime's callbacks too, as before 2026-12-02: four callbacks per launch)
 #   oldstacks       the default tier with the stack paths of before 2026-12-01's caches:
 #                   STREAMRACE_PYTHON_SITES=0 (the C API walk every call) and
 #                   STREAMRACE_NATIVE_UNWIND=dwarf (a DWARF walk every call)
 #   floor_domains   an empty CUPTI subscriber (bench/cupti_floor) with the runtime and driver
 #                   API domains enabled, through CUDA_INJECTION64_PATH
 #   floor_cbids     the empty subscriber with only the callback ids the tracer enables
-#                   (read from tracer/cuda_call_table.cpp; FLOOR_CBIDS overrides)
+#                   (read from tracer/cuda_call_table.cpp: every row but the runtime's kernel
+#                   launches; FLOOR_CBIDS overrides)
+#   floor_rtcbids   the same with the runtime's kernel launch ids too (what rtlaunch enables)
 #   confirmwin      the window `run --confirm` re-runs: precise mode on the kernels of one
 #                   possible finding only (CONFIRM_KERNELS, a --precise regex; default the
 #                   BF16 elementwise add of ZeRO-2's former false finding)
@@ -32,6 +41,8 @@
 #   ROUNDS       rounds (default 3)
 #   STEPS        timed steps of the GPT-2 jobs (default 60); WARMUP untimed steps first (10)
 #   OPS          ops per repeat of the launch loop (default 20000); REPEATS (default 5)
+#   AB_PAIRS     pairs of the _ab jobs (default 30); AB_OPS ops per block of launch_ab (default
+#                5000), AB_LAUNCHES launches per block of native_ab (default 20000)
 #   DEADLINE_S   wall-clock budget of the whole script (default 540); a run that would not fit
 #                (judged by the last run of the same job and configuration) is skipped and
 #                listed as skipped; every run is under `timeout` with what is left
@@ -119,9 +130,14 @@ if [[ -n "${FLOOR_CBIDS:-}" ]]; then
     if [[ "$FLOOR_CBIDS" == @* ]]; then cp "${FLOOR_CBIDS#@}" "$CBID_FILE"; else echo "$FLOOR_CBIDS" > "$CBID_FILE"; fi
 else
     # The tracer's call table: SR_RT(cbid, ...) rows are runtime ids, SR_DR(cbid, ...) driver ids.
-    sed -nE 's/^[[:space:]]*SR_RT\(([A-Za-z0-9_]+),.*/runtime:\1/p; s/^[[:space:]]*SR_DR\(([A-Za-z0-9_]+),.*/driver:\1/p' \
+    sed -nE '/^[[:space:]]*SR_RT\([A-Za-z0-9_]+, "[^"]*", kKernelLaunch,/d;
+             s/^[[:space:]]*SR_RT\(([A-Za-z0-9_]+),.*/runtime:\1/p; s/^[[:space:]]*SR_DR\(([A-Za-z0-9_]+),.*/driver:\1/p' \
         tracer/cuda_call_table.cpp > "$CBID_FILE"
 fi
+CBID_RT_FILE="$W/floor_rtcbids.txt"
+{ cat "$CBID_FILE"
+  sed -nE 's/^[[:space:]]*SR_RT\(([A-Za-z0-9_]+), "[^"]*", kKernelLaunch,.*/runtime:\1/p' tracer/cuda_call_table.cpp
+} > "$CBID_RT_FILE"
 N_CBIDS=$(grep -c . "$CBID_FILE" || true)
 [[ "$N_CBIDS" -gt 0 ]] || { note "no callback ids for floor_cbids: it is skipped"; CONFIGS=${CONFIGS//floor_cbids/}; }
 
@@ -187,13 +203,18 @@ job_cmd() {  # job -> the command words, one a line
         zero2)  printf '%s\n' "$PYTHON" samples/realistic/gpt2_zero2.py --steps "$STEPS" --warmup "$WARMUP" "${tiny[@]}" ;;
         fsdp2)  printf '%s\n' "$PYTHON" samples/realistic/gpt2_fsdp2.py --steps "$STEPS" --warmup "$WARMUP" "${tiny[@]}" ;;
         launch) printf '%s\n' "$PYTHON" samples/realistic/launch_loop.py --ops "$OPS" --repeats "$REPEATS" "${dev[@]}" ;;
+        launch_ab) printf '%s\n' "$PYTHON" samples/realistic/launch_loop.py --ops "${AB_OPS:-5000}" --ab "${AB_PAIRS:-30}" "${dev[@]}" ;;
+        native_ab) printf '%s\n' "$W/bin/launch_bench" "${AB_LAUNCHES:-20000}" ab "${AB_PAIRS:-30}" ;;
     esac
 }
-job_metric() { case $1 in launch) echo us_per_op ;; native) echo launch_ns_per_call ;; *) echo median_step_ms ;; esac; }
+job_metric() {
+    case $1 in launch) echo us_per_op ;; native) echo launch_ns_per_call ;; launch_ab) echo ab_added_us ;;
+               native_ab) echo ab_added_ns ;; *) echo median_step_ms ;; esac
+}
 job_units() {  # what the trace size is divided by: steps or ops the process ran
     case $1 in launch) echo $((OPS * (REPEATS + 1))) ;; native) echo $((${NATIVE_OPS:-100000} + 1000)) ;; *) echo $((STEPS + WARMUP)) ;; esac
 }
-first_guess() { case $1 in launch|native) echo 30 ;; *) echo 90 ;; esac; }  # seconds, before a run was seen
+first_guess() { case $1 in launch|native|*_ab) echo 30 ;; *) echo 90 ;; esac; }  # seconds, before a run was seen
 
 declare -A EST
 run_one() {  # job cfg round
@@ -206,6 +227,7 @@ run_one() {  # job cfg round
         note "round $round $job $cfg: skipped (deadline: ${remaining}s left, about ${est}s needed)"
         return
     fi
+    [[ "$job" == *_ab && "$cfg" == untraced ]] && return  # nothing to pause
     local t=$((remaining - MARGIN_S)); (( t > RUN_TIMEOUT_S )) && t=$RUN_TIMEOUT_S
     local tag="${job}_${cfg}_r${round}" cmd
     local tdir="$W/traces/$tag" log="$W/logs/$tag.log"
@@ -220,10 +242,13 @@ run_one() {  # job cfg round
         oldstacks)     STREAMRACE_PYTHON_SITES=0 STREAMRACE_NATIVE_UNWIND=dwarf timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         nostacks)      STREAMRACE_STACKS=none timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         noblocks)      STREAMRACE_TORCH_ALLOCATOR=0 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        rtlaunch)      STREAMRACE_RUNTIME_LAUNCHES=1 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         confirmwin)    STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color --precise="$CONFIRM_KERNELS" \
                            -o "$tdir" -- "${cmd[@]}" ;;
         floor_domains) CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=domains timeout -k 10 "$t" "${cmd[@]}" ;;
         floor_cbids)   CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=cbids CUPTI_FLOOR_CBIDS="@$CBID_FILE" \
+                           timeout -k 10 "$t" "${cmd[@]}" ;;
+        floor_rtcbids) CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=cbids CUPTI_FLOOR_CBIDS="@$CBID_RT_FILE" \
                            timeout -k 10 "$t" "${cmd[@]}" ;;
     esac > "$log" 2>&1
     rc=$?
@@ -231,8 +256,9 @@ run_one() {  # job cfg round
     local wall metric bytes="" files="" info="" status=ok
     wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
     metric=$(grep -oE "^$(job_metric "$job") [0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
+    [[ "$job" == *_ab ]] && info="$(grep -E '^ab_(on|off)_(us|ns) ' "$log" | tr '\n' ' ')$(grep -m1 -oE 'o[f]+_won [0-9/]+|off won [0-9]+' "$log" || true)"
     case $cfg in
-        streamrace|nostacks|noblocks|oldstacks|selftime|confirmwin)
+        streamrace|nostacks|noblocks|rtlaunch|oldstacks|selftime|confirmwin)
             bytes=$(du -sb "$tdir" | cut -f1)
             files=$(find "$tdir" -name '*.srace' | wc -l)
             if [[ "$files" -eq 0 ]]; then
@@ -244,7 +270,7 @@ run_one() {  # job cfg round
             info="${info:+$info; }$(grep -m1 -oE 'self time \(.*' "$log" || true)"
             info="${info:+$info; }$(grep -m1 -oE 'precise mode: [0-9]+ modules patched.*' "$log" || true)" ;;
         floor_*)
-            info=$(grep -m1 -oE 'cupti_floor: .*' "$log" || echo "no cupti_floor line: the subscriber did not start")
+            info="${info:+$info; }$(grep -m1 -oE 'cupti_floor: .*' "$log" || echo "no cupti_floor line: the subscriber did not start")"
             [[ "$info" == *" enabled"* && "$info" != *"nothing enabled"* ]] || status=invalid ;;
     esac
     if (( rc == 124 || rc == 137 )); then status=timeout
@@ -272,8 +298,8 @@ cfgs=()
 for c in $CONFIGS; do
     case $c in
         untraced) ;;
-        streamrace|nostacks|noblocks|oldstacks|selftime|confirmwin) (( HAVE_SR )) || continue ;;
-        floor_domains|floor_cbids) (( HAVE_FLOOR )) || continue ;;
+        streamrace|nostacks|noblocks|rtlaunch|oldstacks|selftime|confirmwin) (( HAVE_SR )) || continue ;;
+        floor_domains|floor_cbids|floor_rtcbids) (( HAVE_FLOOR )) || continue ;;
         *) note "unknown configuration '$c' ignored"; continue ;;
     esac
     cfgs+=("$c")
@@ -282,9 +308,10 @@ jobs_run=()
 for j in $JOBS; do
     case $j in
         zero2) (( HAVE_DS )) || continue ;;
-        fsdp2|launch) ;;
-        native)
-            [[ "$DRY_RUN" == 1 ]] && { note "native: no GPU in a dry run, skipped"; continue; }
+        fsdp2|launch|launch_ab) ;;
+        native|native_ab)
+            [[ "$DRY_RUN" == 1 ]] && { note "$j: no GPU in a dry run, skipped"; continue; }
+            [[ -x "$W/bin/launch_bench" ]] && { jobs_run+=("$j"); continue; }
             mkdir -p "$W/bin"
             if ! nvcc -O2 -arch=sm_90 -std=c++17 -cudart shared -Xlinker -rpath,/usr/local/cuda/lib64 \
                     -o "$W/bin/launch_bench" samples/cuda/launch_bench.cu > "$W/logs/launch_bench.nvcc.log" 2>&1; then
@@ -320,9 +347,12 @@ for line in open(raw):
     r["units"] = units
     r["trace_bytes_per_unit"] = r["trace_bytes"] / units if r["trace_bytes"] is not None else None
     rows.append(r)
-order = ["untraced", "streamrace", "selftime", "oldstacks", "nostacks", "noblocks", "confirmwin", "floor_domains", "floor_cbids"]
+order = ["untraced", "streamrace", "rtlaunch", "selftime", "oldstacks", "nostacks", "noblocks", "confirmwin", "floor_domains",
+         "floor_cbids", "floor_rtcbids"]
 what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nostacks": "`streamrace run`, STREAMRACE_STACKS=none",
         "noblocks": "`streamrace run`, STREAMRACE_TORCH_ALLOCATOR=0",
+        "rtlaunch": "`streamrace run`, STREAMRACE_RUNTIME_LAUNCHES=1 (launches through the runtime's callbacks too)",
+        "floor_rtcbids": "empty CUPTI subscriber, the tracer's cbid list with the runtime's launches",
         "confirmwin": "the --confirm window: `streamrace run --precise=CONFIRM_KERNELS`",
         "selftime": "`streamrace run`, STREAMRACE_SELF_TIME=1 (the default, its own time measured)",
         "oldstacks": "`streamrace run`, stacks as before the caches (PYTHON_SITES=0, NATIVE_UNWIND=dwarf)",
@@ -356,11 +386,14 @@ md.append("")
 md += ["    " + l.rstrip() for l in open(machine)]
 md.append("")
 for job in jobs:
-    unit = "µs/op" if job == "launch" else "ns/launch" if job == "native" else "ms/step"
+    unit = {"launch": "µs/op", "native": "ns/launch", "launch_ab": "µs/op added (in-process pairs)",
+            "native_ab": "ns/launch added (in-process pairs)"}.get(job, "ms/step")
     per = "B/op" if job == "launch" else "B/launch" if job == "native" else "B/step"
     title = {"zero2": "GPT-2 124M, DeepSpeed ZeRO-2 (one rank)", "fsdp2": "GPT-2 124M, FSDP2 (one rank)",
              "launch": "launch-bound loop (x.add_(1))",
-             "native": "native launch loop (samples/cuda/launch_bench.cu, empty kernels)"}.get(job, job)
+             "native": "native launch loop (samples/cuda/launch_bench.cu, empty kernels)",
+             "launch_ab": "launch-bound loop, callbacks on/off inside one process (launch_loop.py --ab)",
+             "native_ab": "native launch loop, callbacks on/off inside one process (launch_bench ab)"}.get(job, job)
     md += [f"## {title}", "", f"| configuration | median {unit} | spread (min–max) | vs untraced | added {unit} | trace {per} | runs ok |",
            "| --- | --- | --- | --- | --- | --- | --- |"]
     base = summary.get((job, "untraced"), {}).get("median")
@@ -415,7 +448,7 @@ with open(os.path.join(out, "realistic_overhead.json"), "w") as f:
     json.dump(doc, f, indent=1)
 print("\n".join(md))
 PYEOF
-cp "$RAW" "$W/logs/raw.tsv"; cp "$CBID_FILE" "$W/logs/"; cp "$W/machine.txt" "$W/logs/"
+cp "$RAW" "$W/logs/raw.tsv"; cp "$CBID_FILE" "$CBID_RT_FILE" "$W/logs/"; cp "$W/machine.txt" "$W/logs/"
 tar -C "$W" -czf "$OUT/realistic_overhead_logs.tar.gz" logs
 echo "realistic_overhead.sh: results in $OUT (realistic_overhead.md, .json, _logs.tar.gz); $(( $(date +%s) - T_START ))s" >&2
 rm -rf "$W"

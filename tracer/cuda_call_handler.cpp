@@ -69,6 +69,12 @@ void CudaCallHandler::set_recorder(TraceRecorder& rec) {
 }
 
 std::vector<uint32_t> CudaCallHandler::runtime_cbids() { return cbids_of(ApiDomain::kRuntime); }
+std::vector<uint32_t> CudaCallHandler::cupti_runtime_cbids(bool runtime_launches) {
+  std::vector<uint32_t> out;
+  for (const CallSpec& s : call_table())
+    if (s.domain == ApiDomain::kRuntime && (runtime_launches || s.kind != CallKind::kKernelLaunch)) out.push_back(s.cbid);
+  return out;
+}
 std::vector<uint32_t> CudaCallHandler::driver_cbids() { return cbids_of(ApiDomain::kDriver); }
 
 uint32_t CudaCallHandler::api_id(ApiDomain d, uint32_t cbid) {

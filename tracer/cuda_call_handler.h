@@ -47,10 +47,17 @@ class CudaCallHandler {
 
   void on_call(const ApiCall& call);
 
-  // The callback ids the handler wants: the call table's rows (CuptiSession and the
-  // Sanitizer session enable exactly these).
+  // The callback ids the handler wants: the call table's rows (the Sanitizer session enables
+  // exactly these).
   static std::vector<uint32_t> runtime_cbids();
   static std::vector<uint32_t> driver_cbids();
+  // What CuptiSession enables of the runtime's rows: all but the kernel launches unless
+  // `runtime_launches`. The runtime's launch calls the driver's (cuLaunchKernel under
+  // cudaLaunchKernel, cuLaunchKernelEx under cudaLaunchKernelExC, the _ptsz of each under the
+  // _ptsz), which CUPTI reports with the same stream handle and correlation id (measured:
+  // bench/launch_probe/), so the driver's callbacks alone record every launch: two callbacks
+  // per launch instead of four. The record then names the driver call.
+  static std::vector<uint32_t> cupti_runtime_cbids(bool runtime_launches);
 
   // Stream handle as the trace names it: 0, cudaStreamLegacy and cudaStreamPerThread become
   // the synthetic legacy / per-thread ids of records.h.

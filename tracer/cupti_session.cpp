@@ -146,7 +146,7 @@ bool CuptiSession::load() {
   return true;
 }
 
-std::string CuptiSession::start(CudaCallHandler& handler, bool timing) {
+std::string CuptiSession::start(CudaCallHandler& handler, bool timing, bool runtime_launches) {
   if (subscriber_) return "";
   if (!load()) return "cupti-unavailable: libcupti.so.13 could not be loaded";
   g_handler.store(&handler, std::memory_order_release);
@@ -175,8 +175,8 @@ std::string CuptiSession::start(CudaCallHandler& handler, bool timing) {
     return why;
   }
   subscriber_ = sub;
-  for (uint32_t cb : CudaCallHandler::runtime_cbids()) g_fn.enable_callback(1, sub, CUPTI_CB_DOMAIN_RUNTIME_API, cb);
-  for (uint32_t cb : CudaCallHandler::driver_cbids()) g_fn.enable_callback(1, sub, CUPTI_CB_DOMAIN_DRIVER_API, cb);
+  runtime_launches_ = runtime_launches;
+  set_paused(false);
   // Step markers and NVTX windows (docs/long-runs.md): only when the capture counts steps or
   // follows a range, so that other programs' NVTX calls cost nothing.
   if (handler.recorder().capture().wants_nvtx())
@@ -191,6 +191,16 @@ std::string CuptiSession::start(CudaCallHandler& handler, bool timing) {
     }
   }
   return "";
+}
+
+bool CuptiSession::set_paused(bool paused) {
+  if (!subscriber_) return false;
+  auto sub = static_cast<CUpti_SubscriberHandle>(subscriber_);
+  const uint32_t on = paused ? 0 : 1;
+  for (uint32_t cb : CudaCallHandler::cupti_runtime_cbids(runtime_launches_))
+    g_fn.enable_callback(on, sub, CUPTI_CB_DOMAIN_RUNTIME_API, cb);
+  for (uint32_t cb : CudaCallHandler::driver_cbids()) g_fn.enable_callback(on, sub, CUPTI_CB_DOMAIN_DRIVER_API, cb);
+  return true;
 }
 
 void CuptiSession::flush_activity(bool forced) {

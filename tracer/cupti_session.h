@@ -14,8 +14,12 @@ namespace streamrace::tracer {
 class CuptiSession {
  public:
   // Subscribes and enables callbacks. Returns "" on success, else why CUDA calls cannot be
-  // captured (the caller records it in the trace and says so once on stderr).
-  std::string start(CudaCallHandler& handler, bool timing);
+  // captured (the caller records it in the trace and says so once on stderr). Kernel
+  // launches are taken from the driver's callbacks alone unless `runtime_launches`
+  // (CudaCallHandler::cupti_runtime_cbids).
+  std::string start(CudaCallHandler& handler, bool timing, bool runtime_launches = false);
+  // Turns every callback start() enabled off (paused) or on again; false if not started.
+  bool set_paused(bool paused);
   // Delivers the activity records CUPTI holds (forced: also those of running work).
   void flush_activity(bool forced);
   std::string version() const { return version_; }
@@ -27,6 +31,7 @@ class CuptiSession {
   void* lib_ = nullptr;
   void* subscriber_ = nullptr;
   bool timing_ = false;
+  bool runtime_launches_ = false;
   std::string version_;
   std::string path_;
 };

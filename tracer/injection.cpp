@@ -98,6 +98,18 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(v
   }
 }
 
+// For overhead benchmarks: `paused` non-zero turns the tracer's CUDA callbacks off, zero turns
+// them on again (TracerProcess::bench_pause). A program finds it with dlsym(RTLD_DEFAULT, ...)
+// or ctypes.CDLL(None) when the library is preloaded; 0 on success, -1 when not tracing.
+extern "C" __attribute__((visibility("default"))) int streamrace_bench_pause(int paused) {
+  if (!TracerProcess::enabled()) return -1;
+  try {
+    return TracerProcess::get().bench_pause(paused != 0);
+  } catch (...) {
+    return -1;
+  }
+}
+
 // Called by the CUDA driver during cuInit when CUDA_INJECTION64_PATH names this library.
 extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   if (!TracerProcess::enabled()) return 1;

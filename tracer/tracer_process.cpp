@@ -381,7 +381,7 @@ void TracerProcess::on_cuda_init() {
     // timelines, not race detection, and cost about half of the tracer's overhead on a real
     // training step (bench/results/realistic_overhead.md): opt-in.
     bool want_timing = tracer_flag("timing");
-    why = cupti_.start(h, want_timing);
+    why = cupti_.start(h, want_timing, tracer_flag("runtime_launches"));
     if (!why.empty()) status_ = why;
   }
   if (!why.empty()) {
@@ -397,6 +397,19 @@ void TracerProcess::on_cuda_init() {
 }
 
 std::string TracerProcess::capture_status() const { return status_; }
+
+int TracerProcess::bench_pause(bool paused) {
+  std::lock_guard lock(mu_);
+  if (!cupti_started_ || status_ != "ok") return -1;
+  if (paused && !cupti_paused_once_) {
+    cupti_paused_once_ = true;
+    recorder().add_notice(trace::NoticeLevel::kWarning,
+                          "the program paused the tracer's CUDA callbacks (streamrace_bench_pause, for an overhead "
+                          "benchmark): CUDA calls made while paused are not in this trace, so its findings may be "
+                          "wrong or missing");
+  }
+  return cupti_.set_paused(paused) ? 0 : -1;
+}
 
 void TracerProcess::at_exit() {
   if (exited_.exchange(true)) return;

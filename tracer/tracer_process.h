@@ -52,6 +52,11 @@ class TracerProcess {
   void on_fatal_signal(int sig, bool fatal = true);
 
   std::string capture_status() const;
+  // streamrace_bench_pause (injection.cpp): CUDA callbacks off (paused) or on again, for
+  // overhead benchmarks that compare traced and untraced blocks inside one process. The first
+  // pause leaves a warning in the trace: calls made while paused are missing. 0 on success,
+  // -1 when CUPTI is not tracing this process (precise mode, no CUDA yet, CUPTI unavailable).
+  int bench_pause(bool paused);
 
  private:
   TracerProcess() = default;
@@ -69,6 +74,7 @@ class TracerProcess {
   HostAccessTracker* host_ = nullptr;  // --host-accesses; leaked on purpose, as the recorder
   CuptiSession cupti_;
   bool cupti_started_ = false;
+  bool cupti_paused_once_ = false;
   bool precise_requested_ = false;
   bool precise_started_ = false;
   std::string precise_spec_;

@@ -40,6 +40,10 @@ inline constexpr TracerSetting kTracerSettings[] = {
     {"kernel_signatures", "STREAMRACE_KERNEL_SIGNATURES", "0|1", "1",
      "kernels whose signature is known (PyTorch's cat) have only the pointer slots a launch uses scanned"},
     {"timing", "STREAMRACE_TIMING", "0|1", "0", "device timestamps (CUPTI activity records) for `streamrace overlap`"},
+    {"runtime_launches", "STREAMRACE_RUNTIME_LAUNCHES", "0|1", "0",
+     "1: kernel launches also through the runtime's callbacks (cudaLaunchKernel...), so that their records name the "
+     "runtime call; 0 takes them from the driver's callbacks alone (the same stream and correlation, two callbacks "
+     "per launch instead of four)"},
     {"host_accesses", "STREAMRACE_HOST_ACCESSES", "0|1", "0",
      "host writes (and reads of a device-to-host destination) to pinned memory while an async copy still uses it: "
      "the copy's pages are guarded until the host synchronises (docs/host-accesses.md)"},

@@ -20,6 +20,9 @@
 //                      already holds, then libcupti.so.13 from the loader path and the toolkit)
 //   CUPTI_FLOOR_QUIET  non-empty: no line on stderr
 // One line on stderr tells what was enabled (unless quiet).
+// streamrace_bench_pause(int paused), exported like libstreamrace.so's: turns what was enabled
+// off (non-zero) or on again (zero), for the in-process comparisons of launch_loop.py --ab and
+// launch_bench ab; returns 0, or -1 before the subscriber started.
 #include <cupti.h>
 #include <dlfcn.h>
 
@@ -162,7 +165,27 @@ std::string parse_cbids(const std::string& text, std::vector<Wanted>& out) {
   return "";
 }
 
+struct Enabled {
+  Fns fn;
+  CUpti_SubscriberHandle sub = nullptr;
+  bool domains = false;
+  std::vector<Wanted> wanted;
+};
+Enabled* g_enabled = nullptr;  // set once the subscriber is up
+
 }  // namespace
+
+extern "C" __attribute__((visibility("default"))) int streamrace_bench_pause(int paused) {
+  Enabled* e = g_enabled;
+  if (e == nullptr) return -1;
+  const uint32_t on = paused ? 0 : 1;
+  if (e->domains) {
+    for (auto d : {CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_CB_DOMAIN_DRIVER_API}) e->fn.enable_domain(on, e->sub, d);
+  } else {
+    for (const auto& w : e->wanted) e->fn.enable_callback(on, e->sub, w.domain, w.id);
+  }
+  return 0;
+}
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   static bool done = false;
@@ -222,6 +245,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection() {
   } else {
     for (const auto& w : wanted) (fn.enable_callback(1, sub, w.domain, w.id) == CUPTI_SUCCESS ? enabled : failed)++;
   }
+  g_enabled = new Enabled{fn, sub, mode == "domains", wanted};
   say("mode " + mode + ", " + std::to_string(enabled) + (mode == "domains" ? " domains" : " callback ids") +
       " enabled" + (failed ? ", " + std::to_string(failed) + " refused" : "") + ", CUPTI " + path);
   return 1;

@@ -6,7 +6,17 @@
 Each op is one in-place add on a 16-element tensor: one kernel launch, microseconds of host
 time, nothing for the GPU to do. Per repeat: synchronise, time --ops ops, synchronise.
 Prints `us_per_op X` (median over repeats) after one untimed warm-up repeat.
+
+    python3 samples/realistic/launch_loop.py --ab 40         # under `streamrace run` or bench/cupti_floor
+
+--ab PAIRS measures inside one process what the tracer adds per op: blocks of --ops ops with
+the tracer's CUDA callbacks on and off (`streamrace_bench_pause`, exported by libstreamrace.so
+and by bench/cupti_floor's empty subscriber), alternating, the order swapped every pair, so the
+machine's drift between processes (±15 %) cancels out. Prints `ab_on_us`, `ab_off_us` (medians
+per op), `ab_added_us` (the median of the pairs' differences) and how many pairs the off block won.
 """
+import ctypes
+import os
 import argparse
 import statistics
 import sys
@@ -20,6 +30,8 @@ def main(argv=None) -> int:
     p.add_argument("--ops", type=int, default=20000, help="ops per repeat (default 20000)")
     p.add_argument("--repeats", type=int, default=5, help="timed repeats (default 5)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto")
+    p.add_argument("--ab", type=int, default=0, metavar="PAIRS",
+                   help="pairs of blocks with the tracer's callbacks on and off, in one process (see above)")
     a = p.parse_args(argv)
     if a.ops < 1 or a.repeats < 1:
         p.error("--ops and --repeats must be >= 1")
@@ -27,6 +39,8 @@ def main(argv=None) -> int:
 
     device = rc.pick_device(a.device)
     x = torch.zeros(16, device=device)
+    if a.ab > 0:
+        return ab_pairs(torch, x, device, a.ops, a.ab)
     per_op = []
     for r in range(a.repeats + 1):
         rc.sync(device)
@@ -44,6 +58,59 @@ def main(argv=None) -> int:
     print(f"launch_loop: torch {torch.__version__} device {device} ops {a.ops} repeats {a.repeats} "
           f"min_us {min(per_op):.3f} max_us {max(per_op):.3f}", flush=True)
     print(f"us_per_op {statistics.median(per_op):.3f}", flush=True)
+    return 0
+
+
+def find_pause():
+    """streamrace_bench_pause of the tracer (preloaded: global) or of the injection library."""
+    for path in (None, os.environ.get("CUDA_INJECTION64_PATH")):
+        if path is None and "LD_PRELOAD" not in os.environ:
+            continue
+        try:
+            fn = getattr(ctypes.CDLL(path), "streamrace_bench_pause")
+        except (OSError, AttributeError, TypeError):
+            continue
+        fn.argtypes = [ctypes.c_int]
+        fn.restype = ctypes.c_int
+        return fn
+    return None
+
+
+def ab_pairs(torch, x, device, ops, pairs) -> int:
+    pause = find_pause()
+    if pause is None:
+        print("launch_loop: --ab needs streamrace_bench_pause (run under `streamrace run` or bench/cupti_floor)",
+              file=sys.stderr)
+        return 2
+
+    def block(paused):
+        if pause(1 if paused else 0) != 0:
+            raise RuntimeError("streamrace_bench_pause failed: the tracer is not tracing CUDA calls here")
+        rc.sync(device)
+        t0 = time.perf_counter()
+        for _ in range(ops):
+            x.add_(1)
+        rc.sync(device)
+        return (time.perf_counter() - t0) * 1e6 / ops
+
+    block(False)
+    block(True)  # warm-up of both states
+    on, off = [], []
+    for i in range(pairs):
+        if i % 2 == 0:
+            on.append(block(False))
+            off.append(block(True))
+        else:
+            off.append(block(True))
+            on.append(block(False))
+    pause(0)
+    diffs = [a - b for a, b in zip(on, off)]
+    won = sum(1 for d in diffs if d > 0)
+    print(f"launch_loop: torch {torch.__version__} device {device} ops {ops} pairs {pairs} "
+          f"off_won {won}/{pairs} added_min_us {min(diffs):.3f} added_max_us {max(diffs):.3f}", flush=True)
+    print(f"ab_on_us {statistics.median(on):.3f}", flush=True)
+    print(f"ab_off_us {statistics.median(off):.3f}", flush=True)
+    print(f"ab_added_us {statistics.median(diffs):.3f}", flush=True)
     return 0
 
 

@@ -762,6 +762,74 @@ TEST(CallTable, RowsAreUniqueNamedAndReadTheirParameters) {
   EXPECT_EQ(CudaCallHandler::runtime_cbids().size() + CudaCallHandler::driver_cbids().size(), call_table().size());
 }
 
+// CuptiSession takes kernel launches from the driver's callbacks alone: every runtime launch
+// row has a driver launch row of the same stream convention underneath (cudaLaunchKernel and
+// __cudaLaunchKernel call cuLaunchKernel, cudaLaunchKernelExC cuLaunchKernelEx, the
+// cooperative launch cuLaunchCooperativeKernel, a _ptsz entry the driver's _ptsz), and the
+// runtime's other rows stay enabled.
+TEST(CallTable, TheDriverRowsCoverEveryRuntimeLaunch) {
+  auto driver_row = [](uint32_t cbid) { return find_call(ApiDomain::kDriver, cbid); };
+  const std::pair<uint32_t, uint32_t> under[] = {
+      {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel},
+      {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz},
+      {CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel},
+      {CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz},
+      {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx},
+      {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz},
+      {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel},
+      {CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+       CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz},
+  };
+  size_t runtime_launch_rows = 0;
+  for (const CallSpec& s : call_table())
+    if (s.domain == ApiDomain::kRuntime && s.kind == CallKind::kKernelLaunch) ++runtime_launch_rows;
+  EXPECT_EQ(runtime_launch_rows, std::size(under));
+  for (auto [rt, dr] : under) {
+    const CallSpec* r = find_call(ApiDomain::kRuntime, rt);
+    const CallSpec* d = driver_row(dr);
+    ASSERT_NE(r, nullptr);
+    ASSERT_NE(d, nullptr) << r->name;
+    EXPECT_EQ(r->kind, CallKind::kKernelLaunch);
+    EXPECT_EQ(d->kind, CallKind::kKernelLaunch) << d->name;
+    EXPECT_EQ(r->per_thread_default, d->per_thread_default) << r->name;
+  }
+  const std::vector<uint32_t> all = CudaCallHandler::runtime_cbids();
+  EXPECT_EQ(CudaCallHandler::cupti_runtime_cbids(true), all);
+  const std::vector<uint32_t> cupti = CudaCallHandler::cupti_runtime_cbids(false);
+  EXPECT_EQ(cupti.size() + runtime_launch_rows, all.size());
+  for (uint32_t cb : cupti) EXPECT_NE(find_call(ApiDomain::kRuntime, cb)->kind, CallKind::kKernelLaunch);
+}
+
+// A launch seen only at the driver level (as CuptiSession delivers a runtime launch now) is
+// recorded with the driver call's name, correlation and stream: stream 0 of cuLaunchKernel is
+// the legacy stream, of cuLaunchKernel_ptsz the calling thread's per-thread stream.
+TEST_F(HandlerTest, ADriverOnlyLaunchKeepsItsStreamAndCorrelation) {
+  uint32_t corr = 20;
+  for (bool ptsz : {false, true}) {
+    cuLaunchKernel_params p{};
+    p.f = as_ptr<CUfunc_st>(0xF1);
+    p.gridDimX = p.gridDimY = p.gridDimZ = p.blockDimX = p.blockDimY = p.blockDimZ = 1;
+    const uint32_t cbid = ptsz ? CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz : CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+    driver(cbid, &p, 0, ++corr);
+    p.hStream = as_ptr<CUstream_st>(0x5551);
+    driver(cbid, &p, 0, ++corr);
+  }
+  auto t = finish();
+  std::vector<trace::KernelLaunchHead> heads;
+  for (const auto& r : t.records)
+    if (r.kind == trace::RecordKind::kKernelLaunch) heads.push_back(r.as<trace::KernelLaunchHead>());
+  ASSERT_EQ(heads.size(), 4u);
+  const trace::KernelLaunchHead* k[] = {&heads[0], &heads[1], &heads[2], &heads[3]};
+  EXPECT_EQ(k[0]->stream, trace::legacy_stream(1));  // FakeQueries: context 0x100 is device 1
+  EXPECT_EQ(k[1]->stream, 0x5551u);
+  EXPECT_EQ(k[2]->stream, trace::per_thread_stream(0, 1));
+  EXPECT_EQ(k[3]->stream, 0x5551u);
+  for (size_t i = 0; i < heads.size(); ++i) {
+    EXPECT_EQ(t.str(k[i]->call.api_id), "cuLaunchKernel");
+    EXPECT_EQ(k[i]->correlation, 21u + i);
+  }
+}
+
 TEST_F(HandlerTest, EventsAndQueriesKeepTheirResults) {
   cudaEvent_t e = as_ptr<CUevent_st>(0xE1);
   cudaEventCreateWithFlags_v3020_params c{&e, cudaEventDisableTiming};

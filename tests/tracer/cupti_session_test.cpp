@@ -63,13 +63,21 @@ TEST(CuptiSession, EnablesExactlyTheCallTableAndDeliversOnlyThose) {
   ASSERT_EQ(session.start(handler, /*timing=*/false), "");
   EXPECT_EQ(session.version(), "999");
 
+  // The call table's rows, less the runtime's kernel launches: the driver's launch callbacks
+  // underneath record them (CudaCallHandler::cupti_runtime_cbids).
   std::set<std::pair<uint32_t, uint32_t>> want;
+  size_t runtime_launches = 0;
   for (const CallSpec& s : call_table()) {
+    if (s.domain == ApiDomain::kRuntime && s.kind == CallKind::kKernelLaunch) {
+      ++runtime_launches;
+      continue;
+    }
     uint32_t domain = s.domain == ApiDomain::kRuntime ? CUPTI_CB_DOMAIN_RUNTIME_API : CUPTI_CB_DOMAIN_DRIVER_API;
     want.insert({domain, s.cbid});
   }
+  EXPECT_EQ(runtime_launches, 8u);  // cudaLaunchKernel, __cudaLaunchKernel, ...ExC, ...Cooperative; _ptsz of each
   EXPECT_EQ(enabled_in_fake(), want);
-  EXPECT_EQ(want.size(), call_table().size());  // no row twice
+  EXPECT_EQ(want.size() + runtime_launches, call_table().size());  // no row twice
   EXPECT_EQ(fake_cupti_enabled_domains(), 0u);  // never a whole domain
 
   // An enabled call reaches the handler and becomes its record.
@@ -84,12 +92,43 @@ TEST(CuptiSession, EnablesExactlyTheCallTableAndDeliversOnlyThose) {
   EXPECT_FALSE(fake_cupti_deliver(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020, &enter));
   EXPECT_FALSE(fake_cupti_deliver(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuCtxGetDevice, &enter));
 
+  // cudaLaunchKernel on stream 0, as CUPTI reports it on a GPU (bench/launch_probe/): the
+  // runtime's callbacks are not delivered, the driver's cuLaunchKernel inside is, with the
+  // same stream handle and correlation id, and becomes the launch's record.
+  cudaLaunchKernel_v7000_params rt{};
+  auto rt_enter = callback_data(CUPTI_API_ENTER, &rt, nullptr, 6);
+  EXPECT_FALSE(fake_cupti_deliver(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &rt_enter));
+  cuLaunchKernel_params dr{};
+  dr.f = reinterpret_cast<CUfunction>(0xF00);
+  dr.gridDimX = 2;
+  dr.gridDimY = dr.gridDimZ = dr.blockDimX = dr.blockDimY = dr.blockDimZ = 1;
+  auto dr_enter = callback_data(CUPTI_API_ENTER, &dr, nullptr, 6);
+  auto dr_exit = callback_data(CUPTI_API_EXIT, &dr, &ok, 6);
+  EXPECT_TRUE(fake_cupti_deliver(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dr_enter));
+  EXPECT_TRUE(fake_cupti_deliver(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dr_exit));
+  auto rt_exit = callback_data(CUPTI_API_EXIT, &rt, &ok, 6);
+  EXPECT_FALSE(fake_cupti_deliver(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, &rt_exit));
+
+  // Paused (streamrace_bench_pause): nothing is delivered; resumed: the same ids again.
+  ASSERT_TRUE(session.set_paused(true));
+  EXPECT_TRUE(enabled_in_fake().empty());
+  EXPECT_FALSE(fake_cupti_deliver(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020, &enter));
+  EXPECT_FALSE(fake_cupti_deliver(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dr_exit));
+  ASSERT_TRUE(session.set_paused(false));
+  EXPECT_EQ(enabled_in_fake(), want);
+
   rec.close();
   auto t = testing::read_trace(o.path);
-  ASSERT_EQ(t.records.size(), 1u);
+  ASSERT_EQ(t.records.size(), 2u);
   ASSERT_EQ(t.records[0].kind, trace::RecordKind::kStreamSynchronize);
   EXPECT_EQ(t.records[0].as<trace::StreamSynchronize>().stream, 0x5551u);
   EXPECT_EQ(t.str(t.records[0].as<trace::StreamSynchronize>().call.api_id), "cudaStreamSynchronize");
+  ASSERT_EQ(t.records[1].kind, trace::RecordKind::kKernelLaunch);
+  const auto& k = t.records[1].as<trace::KernelLaunchHead>();
+  EXPECT_EQ(t.str(k.call.api_id), "cuLaunchKernel");
+  EXPECT_EQ(k.correlation, 6u);
+  EXPECT_EQ(k.stream, trace::legacy_stream(0));
+  EXPECT_EQ(k.grid[0], 2u);
   std::filesystem::remove_all(dir);
 }
 
