@@ -12,6 +12,7 @@
 #include <string>
 
 #include "tracer/args_hash.h"
+#include "tracer/self_time.h"
 #include "tracer/thread_state.h"
 
 namespace streamrace::tracer {
@@ -593,8 +594,13 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
   GilScope python_stack_matters;
   trace::KernelLaunchHead h{};
   std::vector<uint64_t>& ptrs = launch_pointers();
-  kernel_head(call, e, stream, device, h, ptrs);
-  rec_->add_call(h, e.api, capture_stack(), ptrs);
+  {
+    self_time::Scope timed(self_time::kScan);
+    kernel_head(call, e, stream, device, h, ptrs);
+  }
+  const uint32_t stack = capture_stack();
+  self_time::Scope timed(self_time::kRecord);
+  rec_->add_call(h, e.api, stack, ptrs);
 }
 
 void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,

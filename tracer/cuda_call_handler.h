@@ -75,6 +75,9 @@ class CudaCallHandler {
   // --host-accesses: told about pinned memory, async copies and host synchronisations, and
   // drained of the host accesses it caught at the start of every call.
   void set_host_access_tracker(HostAccessTracker* t) { host_ = t; }
+  // Whether a driver call's enter callback does anything: on_driver records at exit; only the
+  // host-access tracker acts at every callback (draining its accesses, a free's pinned range).
+  bool wants_driver_enters() const { return host_ != nullptr; }
   TraceRecorder& recorder() { return *rec_; }
   // Step markers and capture window edges (NVTX ranges reach it from CuptiSession).
   StepMarkers& markers() { return markers_; }

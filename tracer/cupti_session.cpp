@@ -37,9 +37,11 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     h->markers().on_nvtx(cbid, static_cast<const CUpti_NvtxData*>(data)->functionParams);
     return;
   }
-  self_time::Scope timed(self_time::kCupti);
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  // A driver call is recorded at its exit: its enter matters only to the host-access tracker.
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cb->callbackSite == CUPTI_API_ENTER && !h->wants_driver_enters()) return;
+  self_time::Scope timed(self_time::kCupti);
   ApiCall call;
   call.domain = domain == CUPTI_CB_DOMAIN_RUNTIME_API ? ApiDomain::kRuntime : ApiDomain::kDriver;
   call.enter = cb->callbackSite == CUPTI_API_ENTER;

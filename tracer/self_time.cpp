@@ -60,7 +60,7 @@ Counters& mine() {
   return *c;
 }
 
-const char* const kNames[kParts] = {"cupti", "nccl", "allocator", "python", "native"};
+const char* const kNames[kParts] = {"cupti", "nccl", "allocator", "python", "native", "scan", "record"};
 
 }  // namespace
 

@@ -9,6 +9,10 @@
 //   allocator  PyTorch caching-allocator events (the tracker callback)
 //   python     Python stacks (inside the parts above): call-site key, cache, C-API walks
 //   native     native stacks (inside the parts above)
+//   scan       a kernel launch's head and argument scan (inside cupti): function facts, the
+//              pointer words' lookups, the arguments' hash
+//   record     a kernel launch's record appended to the thread's buffer (inside cupti; its
+//              stack is taken before, in python or native)
 // Counters are per thread, written only by their thread and never freed (a thread that exited
 // still counts); reading them at exit is a relaxed load.
 #pragma once
@@ -19,7 +23,7 @@
 
 namespace streamrace::tracer::self_time {
 
-enum Part : int { kCupti, kNccl, kAllocator, kPython, kNative, kParts };
+enum Part : int { kCupti, kNccl, kAllocator, kPython, kNative, kScan, kRecord, kParts };
 
 // Read once from the `self_time` setting.
 bool enabled();
