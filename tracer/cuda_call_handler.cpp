@@ -44,10 +44,11 @@ bool recorded_on_failure(CallKind kind) {
   return kind == CallKind::kEventQuery || kind == CallKind::kStreamQuery || kind == CallKind::kStreamCapture;
 }
 
-std::vector<uint32_t> cbids_of(ApiDomain domain) {
+// The rows of `domain`, less the runtime's kernel launches unless `launches`.
+std::vector<uint32_t> cbids_of(ApiDomain domain, bool launches = true) {
   std::vector<uint32_t> out;
   for (const CallSpec& s : call_table())
-    if (s.domain == domain) out.push_back(s.cbid);
+    if (s.domain == domain && (launches || s.kind != CallKind::kKernelLaunch)) out.push_back(s.cbid);
   return out;
 }
 
@@ -71,10 +72,7 @@ void CudaCallHandler::set_recorder(TraceRecorder& rec) {
 
 std::vector<uint32_t> CudaCallHandler::runtime_cbids() { return cbids_of(ApiDomain::kRuntime); }
 std::vector<uint32_t> CudaCallHandler::cupti_runtime_cbids(bool runtime_launches) {
-  std::vector<uint32_t> out;
-  for (const CallSpec& s : call_table())
-    if (s.domain == ApiDomain::kRuntime && (runtime_launches || s.kind != CallKind::kKernelLaunch)) out.push_back(s.cbid);
-  return out;
+  return cbids_of(ApiDomain::kRuntime, runtime_launches);
 }
 std::vector<uint32_t> CudaCallHandler::driver_cbids() { return cbids_of(ApiDomain::kDriver); }
 
