@@ -9,7 +9,17 @@
 // waited for a core: on a loaded machine it is the steadier of the two); run it under
 // `perf record` to see where the time goes.
 //
-//   streamrace-handler-cost [LAUNCHES] [POINTERS] [ALLOCATIONS] [FUNCTIONS] [SCALARS]
+//   streamrace-handler-cost [LAUNCHES] [POINTERS] [ALLOCATIONS] [FUNCTIONS] [SCALARS] [CALLBACKS]
+//
+// CALLBACKS: `driver` (default) drives a launch as the tracer sees it by default, the driver
+// launch's exit alone (its enter returns in the CUPTI callback before the handler); `runtime`
+// as with STREAMRACE_RUNTIME_LAUNCHES=1, all four.
+//
+// COLD_KIB (the 7th argument, default 0): between launches the loop reads and writes COLD_KIB
+// KiB of other memory, as PyTorch's few microseconds of dispatch between two launches do, so
+// the handler's data is no longer all in the nearest caches; the loop is then timed in blocks
+// with and without the handler's callbacks, alternating, and the figure printed is the median
+// of the blocks' differences (what the callbacks add to a loop that has other work).
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -24,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "bench/bench_support.h"
@@ -49,6 +60,8 @@ int main(int argc, char** argv) {
   const size_t allocations = argc > 3 ? size_t(std::atol(argv[3])) : 2000;
   const size_t functions = argc > 4 ? size_t(std::atol(argv[4])) : 200;
   const size_t scalars = argc > 5 ? std::max<size_t>(1, size_t(std::atol(argv[5]))) : 1;
+  const bool runtime_launches = argc > 6 && std::string(argv[6]) == "runtime";
+  const size_t cold_kib = argc > 7 ? size_t(std::atol(argv[7])) : 0;
   const auto dir = std::filesystem::temp_directory_path() / ("sr_handler_cost_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   RecorderOptions o;
@@ -85,8 +98,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> names;
   for (size_t f = 0; f < functions; ++f) names.push_back("_Z7kernel" + std::to_string(f) + "PfS_");
   const cudaStream_t stream = reinterpret_cast<cudaStream_t>(0x5000);
-  const double t0 = now_ns(), cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-  for (long i = 0; i < launches; ++i) {
+  std::vector<uint64_t> other(cold_kib * 1024 / sizeof(uint64_t) + 1);
+  auto other_work = [&] {  // one write per cache line of `other`
+    for (size_t k = 0; k < other.size(); k += 8) other[k] += k;
+  };
+  bool traced = true;
+  auto launch = [&](long i) {
     for (size_t s = 0; s < pointers; ++s) slots[s] = bases[(size_t(i) * 7 + s * 13) % bases.size()] + 256;
     slots[pointers] = 1024;
     const size_t f = size_t(i) % functions;
@@ -95,10 +112,13 @@ int main(int argc, char** argv) {
     cudaLaunchKernel_v7000_params rp{reinterpret_cast<void*>(0xA000 + f), dim3(8), dim3(256), args.data(), 0, stream};
     cuLaunchKernel_params dp{reinterpret_cast<CUfunc_st*>(func), 8, 1, 1, 256, 1, 1, 0,
                              reinterpret_cast<CUstream_st*>(stream), args.data(), nullptr};
-    call(ApiDomain::kRuntime, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, nullptr, &rp, corr);
-    call(ApiDomain::kDriver, true, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, names[f].c_str(), &dp, corr + 1);
+    if (runtime_launches) {
+      call(ApiDomain::kRuntime, true, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, nullptr, &rp, corr);
+      call(ApiDomain::kDriver, true, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, names[f].c_str(), &dp, corr + 1);
+    }
     call(ApiDomain::kDriver, false, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, names[f].c_str(), &dp, corr + 1);
-    call(ApiDomain::kRuntime, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, names[f].c_str(), &rp, corr);
+    if (runtime_launches)
+      call(ApiDomain::kRuntime, false, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, names[f].c_str(), &rp, corr);
     if (i % 4 == 3) {
       cudaMemcpyAsync_v3020_params cp{reinterpret_cast<void*>(bases[i % bases.size()]),
                                       reinterpret_cast<const void*>(bases[(i + 1) % bases.size()]), 4096,
@@ -106,14 +126,49 @@ int main(int argc, char** argv) {
       call(ApiDomain::kRuntime, true, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, nullptr, &cp, corr);
       call(ApiDomain::kRuntime, false, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020, nullptr, &cp, corr);
     }
+  };
+  if (cold_kib > 0) {
+    // Blocks of 2000 iterations, with and without the callbacks, the order swapped every pair.
+    constexpr long kBlock = 2000;
+    std::vector<double> on, off, added;
+    long i = 0;
+    for (long pair = 0; i < launches; ++pair) {
+      double cost[2];
+      for (int half = 0; half < 2; ++half) {
+        traced = (half == 0) == (pair % 2 == 0);
+        const double c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        for (long k = 0; k < kBlock; ++k, ++i) {
+          other_work();
+          if (traced) launch(i);
+        }
+        cost[traced ? 0 : 1] = (now_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / double(kBlock);
+      }
+      on.push_back(cost[0]);
+      off.push_back(cost[1]);
+      added.push_back(cost[0] - cost[1]);
+    }
+    rec.close();
+    std::filesystem::remove_all(dir);
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    std::printf("launches=%ld pointers=%zu allocations=%zu functions=%zu scalars=%zu callbacks=%s cold_kib=%zu: "
+                "%.1f ns added per launch (median of %zu pairs of blocks; thread CPU time; loop alone %.1f ns)\n",
+                launches, pointers, allocations, functions, scalars, runtime_launches ? "runtime" : "driver", cold_kib,
+                median(added), added.size(), median(off));
+    return 0;
   }
+  const double t0 = now_ns(), cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+  for (long i = 0; i < launches; ++i) launch(i);
   const double dt = now_ns() - t0, cpu = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
   rec.close();
   std::filesystem::remove_all(dir);
-  const double calls = double(launches) * 4 + double(launches / 4) * 2;
-  std::printf("launches=%ld pointers=%zu allocations=%zu functions=%zu scalars=%zu: %.1f ns per launch (with its share "
-              "of copies), %.1f ns per callback; thread CPU time %.1f ns per launch\n",
-              launches, pointers, allocations, functions, scalars, dt / double(launches), dt / calls,
+  const double calls = double(launches) * (runtime_launches ? 4 : 1) + double(launches / 4) * 2;
+  std::printf("launches=%ld pointers=%zu allocations=%zu functions=%zu scalars=%zu callbacks=%s: %.1f ns per launch "
+              "(with its share of copies), %.1f ns per callback; thread CPU time %.1f ns per launch\n",
+              launches, pointers, allocations, functions, scalars, runtime_launches ? "runtime" : "driver",
+              dt / double(launches), dt / calls,
               cpu / double(launches));
   return 0;
 }
