@@ -29,6 +29,8 @@
 #                   (read from tracer/cuda_call_table.cpp: every row but the runtime's kernel
 #                   launches; FLOOR_CBIDS overrides)
 #   floor_rtcbids   the same with the runtime's kernel launch ids too (what rtlaunch enables)
+#   baseline_selftime  `selftime` with another libstreamrace.so (BASELINE_LIB, e.g. the one of the
+#                   commit before a change): the tracer's own time of both, part by part, in one run
 #   confirmwin      the window `run --confirm` re-runs: precise mode on the kernels of one
 #                   possible finding only (CONFIRM_KERNELS, a --precise regex; default the
 #                   BF16 elementwise add of ZeRO-2's former false finding)
@@ -57,6 +59,7 @@
 #   CUPTI_FLOOR_LIB  a prebuilt libcupti_floor.so (default: built now with g++ by
 #                bench/cupti_floor/build.sh, else gpu-carry/lib/libcupti_floor.so)
 #   FLOOR_CBIDS  a CUPTI_FLOOR_CBIDS list or @FILE for floor_cbids
+#   BASELINE_LIB the libstreamrace.so of baseline_selftime (the configuration is skipped without it)
 #   CONFIRM_KERNELS  the --precise regex of confirmwin (default 'CUDAFunctor_add<c10::BFloat16>')
 #   DRY_RUN=1    no GPU: run the tiny CPU variants of the jobs (tests this script's plumbing)
 set -u
@@ -239,6 +242,8 @@ run_one() {  # job cfg round
         untraced)      timeout -k 10 "$t" "${cmd[@]}" ;;
         streamrace)    STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         selftime)      STREAMRACE_PYTHON_SITES=2 STREAMRACE_SELF_TIME=1 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        baseline_selftime) STREAMRACE_LIB="$BASELINE_LIB" STREAMRACE_PYTHON_SITES=2 STREAMRACE_SELF_TIME=1 \
+                           timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         oldstacks)     STREAMRACE_PYTHON_SITES=0 STREAMRACE_NATIVE_UNWIND=dwarf timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         nostacks)      STREAMRACE_STACKS=none timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         noblocks)      STREAMRACE_TORCH_ALLOCATOR=0 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
@@ -258,7 +263,7 @@ run_one() {  # job cfg round
     metric=$(grep -oE "^$(job_metric "$job") [0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
     [[ "$job" == *_ab ]] && info="$(grep -E '^ab_(on|off)_(us|ns) ' "$log" | tr '\n' ' ')$(grep -m1 -oE 'o[f]+_won [0-9/]+|off won [0-9]+' "$log" || true)"
     case $cfg in
-        streamrace|nostacks|noblocks|rtlaunch|oldstacks|selftime|confirmwin)
+        streamrace|nostacks|noblocks|rtlaunch|oldstacks|selftime|baseline_selftime|confirmwin)
             bytes=$(du -sb "$tdir" | cut -f1)
             files=$(find "$tdir" -name '*.srace' | wc -l)
             if [[ "$files" -eq 0 ]]; then
@@ -299,6 +304,9 @@ for c in $CONFIGS; do
     case $c in
         untraced) ;;
         streamrace|nostacks|noblocks|rtlaunch|oldstacks|selftime|confirmwin) (( HAVE_SR )) || continue ;;
+        baseline_selftime)
+            (( HAVE_SR )) || continue
+            [[ -n "${BASELINE_LIB:-}" && -f "${BASELINE_LIB:-}" ]] || { note "baseline_selftime skipped: BASELINE_LIB='${BASELINE_LIB:-}' is not a file"; continue; } ;;
         floor_domains|floor_cbids|floor_rtcbids) (( HAVE_FLOOR )) || continue ;;
         *) note "unknown configuration '$c' ignored"; continue ;;
     esac
@@ -347,7 +355,7 @@ for line in open(raw):
     r["units"] = units
     r["trace_bytes_per_unit"] = r["trace_bytes"] / units if r["trace_bytes"] is not None else None
     rows.append(r)
-order = ["untraced", "streamrace", "rtlaunch", "selftime", "oldstacks", "nostacks", "noblocks", "confirmwin", "floor_domains",
+order = ["untraced", "streamrace", "rtlaunch", "selftime", "baseline_selftime", "oldstacks", "nostacks", "noblocks", "confirmwin", "floor_domains",
          "floor_cbids", "floor_rtcbids"]
 what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nostacks": "`streamrace run`, STREAMRACE_STACKS=none",
         "noblocks": "`streamrace run`, STREAMRACE_TORCH_ALLOCATOR=0",
@@ -355,6 +363,7 @@ what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nos
         "floor_rtcbids": "empty CUPTI subscriber, the tracer's cbid list with the runtime's launches",
         "confirmwin": "the --confirm window: `streamrace run --precise=CONFIRM_KERNELS`",
         "selftime": "`streamrace run`, STREAMRACE_SELF_TIME=1 (the default, its own time measured)",
+        "baseline_selftime": "`streamrace run`, STREAMRACE_SELF_TIME=1, BASELINE_LIB's tracer",
         "oldstacks": "`streamrace run`, stacks as before the caches (PYTHON_SITES=0, NATIVE_UNWIND=dwarf)",
         "floor_domains": "empty CUPTI subscriber, runtime+driver domains", "floor_cbids": "empty CUPTI subscriber, the tracer's cbid list"}
 jobs = []
@@ -415,11 +424,12 @@ for job in jobs:
 self_re = re.compile(r"(cupti|nccl|allocator|python|native|scan|record) ([0-9]+) calls ([0-9.]+) ms")
 self_rows = {}
 for r in rows:
-    if r["config"] != "selftime" or r["status"] != "ok":
+    if r["config"] not in ("selftime", "baseline_selftime") or r["status"] != "ok":
         continue
     parts = {m.group(1): (int(m.group(2)), float(m.group(3))) for m in self_re.finditer(r["info"])}
     if parts:
-        self_rows.setdefault(r["job"], []).append((r, parts))
+        label = r["job"] + (" (BASELINE_LIB)" if r["config"] == "baseline_selftime" else "")
+        self_rows.setdefault(label, []).append((r, parts))
 if self_rows:
     md += ["## Where the tracer's own time goes (`selftime` runs)", "",
            "STREAMRACE_SELF_TIME=1 times the tracer's code on the thread that runs it (time-stamp counter): "

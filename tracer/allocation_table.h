@@ -54,6 +54,11 @@ class AllocationTable {
   bool maybe_contains(uint64_t addr) const {
     return addr >= lo_.load(std::memory_order_relaxed) && addr < hi_.load(std::memory_order_relaxed);
   }
+  // The range maybe_contains() checks, read once for a run of checks (a launch's words).
+  struct Bounds {
+    uint64_t lo, hi;
+  };
+  Bounds bounds() const { return Bounds{lo_.load(std::memory_order_relaxed), hi_.load(std::memory_order_relaxed)}; }
   size_t size() const;
 
   static trace::MemKind mem_kind_of(trace::AllocKind k);

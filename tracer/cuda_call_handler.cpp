@@ -673,6 +673,11 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
     if (facts->have_layout) {
       scanned = true;
       const AllocationTable::Finder lookup = allocs_.finder();
+      // A word can point into a live allocation only inside [lo, lo + span): one subtraction
+      // and one comparison per word (span 0: the table is empty).
+      const AllocationTable::Bounds bounds = allocs_.bounds();
+      const uint64_t lo = bounds.lo, span = bounds.hi > bounds.lo ? bounds.hi - bounds.lo : 0;
+      const uint64_t misaligned = facts->pointer_misalignment;
       for (size_t i = 0; i < layout.size(); ++i) {
         const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
                                           : static_cast<const uint8_t*>(call.args[i]);
@@ -681,17 +686,30 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
         const uint32_t all_words = layout[i].size / 8;
         const uint32_t words = pointer_words(facts->signature, uint32_t(i), all_words, call.grid);
         by_signature |= words < all_words;
-        for (uint32_t off = 0; off + 8 <= all_words * 8; off += 8) {
-          uint64_t w;
-          std::memcpy(&w, base + off, 8);
-          if (off < words * 8 && (w & facts->pointer_misalignment) == 0 && allocs_.maybe_contains(w) && lookup.find(w)) {
+        // The parameter's words are copied into the hash's buffer as they are, in runs that
+        // fit it; then those of them that may be pointers (the first `words`) are looked at
+        // where they lie, and a pointer into a live allocation is replaced by its mark.
+        for (uint32_t at = 0; at < all_words;) {
+          if (nhashed == ArgsHash::kBufferWords) [[unlikely]]
+            nhashed = args_hash.spill(nhashed);
+          const uint32_t run = std::min<uint32_t>(all_words - at, uint32_t(ArgsHash::kBufferWords - nhashed));
+          uint64_t* const dst = hashed + nhashed;
+          const uint8_t* const src = base + size_t(at) * 8;
+          std::memcpy(dst, src, size_t(run) * 8);
+          const uint32_t candidates = words > at ? std::min(run, words - at) : 0;
+          for (uint32_t k = 0; k < candidates; ++k) {
+            uint64_t w;  // read from the parameter, not from the copy the wide stores just wrote
+            std::memcpy(&w, src + size_t(k) * 8, 8);
+            if (w - lo >= span || (w & misaligned) != 0) [[likely]]
+              continue;
+            if (!lookup.find(w)) continue;
             size_t index = 0;
             while (index < ptrs.size() && ptrs[index] != w) ++index;
             if (index == ptrs.size()) ptrs.push_back(w);
-            hash(kPointerMark + index);
-          } else {
-            hash(w);
+            dst[k] = kPointerMark + index;
           }
+          nhashed += run;
+          at += run;
         }
         if (const uint32_t rest = layout[i].size % 8) {
           uint64_t w = 0;
