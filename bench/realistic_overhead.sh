@@ -421,7 +421,7 @@ for job in jobs:
                   f"| {add if cfg != 'untraced' else ''} | {tb} | {ok} |")
     md.append("")
 # Where the tracer's own time goes (selftime runs): per part, calls and time per unit of the job.
-self_re = re.compile(r"(cupti|nccl|allocator|python|native|scan|record) ([0-9]+) calls ([0-9.]+) ms")
+self_re = re.compile(r"(cupti|nccl|allocator|python|native|scan|record|facts|lookup|hash) ([0-9]+) calls ([0-9.]+) ms")
 self_rows = {}
 for r in rows:
     if r["config"] not in ("selftime", "baseline_selftime") or r["status"] != "ok":
@@ -438,7 +438,7 @@ if self_rows:
            "Medians over the runs; per unit = per step (GPT-2 jobs), per op (launch loop) or per launch (native).", "",
            "| job | part | calls per unit | ns per call | µs per unit |", "| --- | --- | --- | --- | --- |"]
     for job, runs in self_rows.items():
-        for part in ["cupti", "nccl", "allocator", "python", "native", "scan", "record"]:
+        for part in ["cupti", "nccl", "allocator", "python", "native", "scan", "record", "facts", "lookup", "hash"]:
             vals = [(p[part][0] / r["units"], p[part][1] * 1e6 / p[part][0] if p[part][0] else 0.0, p[part][1] * 1e3 / r["units"])
                     for r, p in runs if part in p]
             if not vals or all(v[0] == 0 for v in vals):

@@ -65,7 +65,11 @@ class AllocationTable {
 
  private:
   std::optional<LiveAllocation> find_in(ThreadCache& cache, uint64_t addr) const;
-  std::optional<LiveAllocation> find_locked(uint64_t addr, uint64_t& version) const;
+  // The range around an address no allocation holds, where every address gets that answer.
+  struct Hole {
+    uint64_t lo = 0, hi = 0;
+  };
+  std::optional<LiveAllocation> find_locked(uint64_t addr, uint64_t& version, Hole& hole) const;
 
   mutable std::shared_mutex mu_;
   std::map<uint64_t, LiveAllocation> by_base_;

@@ -622,6 +622,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   h.device = device;
   std::unordered_map<uint64_t, FunctionFacts>& t_functions = function_facts();
   FunctionFacts* facts = nullptr;
+  self_time::Scope timed_facts(self_time::kFacts);
   if (call.func != 0) {
     auto it = t_functions.find(call.func);
     if (it != t_functions.end() && it->second.recorder == rec_->uid()) {
@@ -644,6 +645,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
     }
   }
   h.name_id = facts ? facts->name_id : kernel_name_id(call.func, name);
+  timed_facts.end();
   for (int i = 0; i < 3; ++i) {
     h.grid[i] = call.grid[i];
     h.block[i] = call.block[i];
@@ -702,7 +704,12 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
             std::memcpy(&w, src + size_t(k) * 8, 8);
             if (w - lo >= span || (w & misaligned) != 0) [[likely]]
               continue;
-            if (!lookup.find(w)) continue;
+            bool live;
+            {
+              self_time::Scope timed(self_time::kLookup);
+              live = lookup.find(w).has_value();
+            }
+            if (!live) continue;
             size_t index = 0;
             while (index < ptrs.size() && ptrs[index] != w) ++index;
             if (index == ptrs.size()) ptrs.push_back(w);
@@ -722,7 +729,10 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   h.nptrs = uint32_t(ptrs.size());
   h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash2) : 0u) |
             (precise ? uint32_t(trace::kKernelPrecise) : 0u) | (by_signature ? uint32_t(trace::kKernelArgsBySignature) : 0u);
-  if (scanned) ptrs.push_back(args_hash.value(nhashed));  // after the pointers: the caller writes them all as the tail
+  if (scanned) {
+    self_time::Scope timed(self_time::kHash);
+    ptrs.push_back(args_hash.value(nhashed));
+  }  // after the pointers: the caller writes them all as the tail
   // A launch inside a cuBLAS call: the call's byte ranges follow (trace format 1.5).
   if (launch && ts.blas_access_count != 0) {
     h.flags |= trace::kKernelCallAccesses;

@@ -60,7 +60,7 @@ Counters& mine() {
   return *c;
 }
 
-const char* const kNames[kParts] = {"cupti", "nccl", "allocator", "python", "native", "scan", "record"};
+const char* const kNames[kParts] = {"cupti", "nccl", "allocator", "python", "native", "scan", "record", "facts", "lookup", "hash"};
 
 }  // namespace
 

@@ -13,6 +13,10 @@
 //              pointer words' lookups, the arguments' hash
 //   record     a kernel launch's record appended to the thread's buffer (inside cupti; its
 //              stack is taken before, in python or native)
+//   facts      inside scan: finding the launched function's cached facts (name, layout)
+//   lookup     inside scan: the allocation table's answer for a word in its bounds (a call
+//              per such word, pointer or not)
+//   hash       inside scan: the arguments' hash of the words written
 // Counters are per thread, written only by their thread and never freed (a thread that exited
 // still counts); reading them at exit is a relaxed load.
 #pragma once
@@ -23,7 +27,7 @@
 
 namespace streamrace::tracer::self_time {
 
-enum Part : int { kCupti, kNccl, kAllocator, kPython, kNative, kScan, kRecord, kParts };
+enum Part : int { kCupti, kNccl, kAllocator, kPython, kNative, kScan, kRecord, kFacts, kLookup, kHash, kParts };
 
 // Read once from the `self_time` setting.
 bool enabled();
@@ -38,8 +42,11 @@ std::string summary();
 class Scope {
  public:
   explicit Scope(Part part) : part_(part), t0_(enabled() ? now_ticks() : 0) {}
-  ~Scope() {
+  ~Scope() { end(); }
+  // Ends the timing before the scope does (once).
+  void end() {
     if (t0_ != 0) add(part_, now_ticks() - t0_);
+    t0_ = 0;
   }
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;

@@ -1,6 +1,6 @@
 // AllocationTable: lookups, and the per-thread cache in front of them never answering from
 // a table state that has changed (erase, insert over a freed range, unmapped ranges, another
-// table, another thread).
+// table, another thread), including its cached "none" answers (holes between allocations).
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -64,6 +64,46 @@ TEST(AllocationTable, AnotherThreadsEraseReachesThisThreadsCache) {
     t.erase(0x5000'0000);
   }).join();
   EXPECT_FALSE(t.find(0x5000'0010).has_value());
+}
+
+// A word that points between allocations is answered from the thread's cache the next time
+// (a hole): every address of the gap gets "none", both neighbours are still found, in the same
+// 2 MiB granule as the hole, and from either side of it.
+TEST(AllocationTable, AHoleBetweenAllocationsAnswersNoneAndKeepsItsNeighbours) {
+  AllocationTable t;
+  t.insert(dev(0x4000'0000, 0x1000));
+  t.insert(dev(0x4000'3000, 0x1000));
+  for (int pass = 0; pass < 3; ++pass) {
+    EXPECT_FALSE(t.find(0x4000'2000).has_value());  // the hole [0x4000'1000, 0x4000'3000)
+    EXPECT_FALSE(t.find(0x4000'1000).has_value());
+    EXPECT_FALSE(t.find(0x4000'2fff).has_value());
+    ASSERT_TRUE(t.find(0x4000'0fff).has_value());
+    EXPECT_EQ(t.find(0x4000'0fff)->base, 0x4000'0000u);
+    ASSERT_TRUE(t.find(0x4000'3000).has_value());
+    EXPECT_EQ(t.find(0x4000'3000)->base, 0x4000'3000u);
+    EXPECT_FALSE(t.find(0x4000'4000).has_value());  // above the last one: a hole up to the top
+    EXPECT_FALSE(t.find(0x3fff'ffff).has_value());  // below the first one, outside the bounds
+  }
+}
+
+// An allocation made inside a hole some thread had cached is found at once, by that thread and
+// by another; a hole below the lowest allocation, once the bounds include it, too.
+TEST(AllocationTable, AnInsertIntoACachedHoleIsSeenAtOnce) {
+  AllocationTable t;
+  t.insert(dev(0x6000'0000, 0x1000));
+  t.insert(dev(0x6100'0000, 0x1000));
+  ASSERT_FALSE(t.find(0x6080'0000).has_value());
+  ASSERT_FALSE(t.find(0x6080'0000).has_value());  // from the cache
+  t.insert(dev(0x6080'0000, 0x100, 5));
+  ASSERT_TRUE(t.find(0x6080'0010).has_value());
+  EXPECT_EQ(t.find(0x6080'0010)->device, 5u);
+  EXPECT_FALSE(t.find(0x6080'0100).has_value());  // the new hole above it
+  std::thread([&] {
+    ASSERT_TRUE(t.find(0x6080'0010).has_value());
+    EXPECT_FALSE(t.find(0x6080'0200).has_value());
+    t.erase(0x6080'0000);
+  }).join();
+  EXPECT_FALSE(t.find(0x6080'0010).has_value());
 }
 
 }  // namespace

@@ -278,7 +278,9 @@ TEST_F(PreloadTest, SelfTimeCountsEachPartOfTheTracersOwnWork) {
       "streamrace \\(pid [0-9]+\\): (self time \\(1 threads\\): cupti 0 calls 0\\.000 ms \\(0 ns each\\); "
       "nccl 4 calls [0-9.]+ ms \\([0-9]+ ns each\\); allocator 0 calls 0\\.000 ms \\(0 ns each\\); "
       "python 6 calls [0-9.]+ ms \\([0-9]+ ns each\\); native 6 calls [0-9.]+ ms \\([0-9]+ ns each\\); "
-      "scan 0 calls 0\\.000 ms \\(0 ns each\\); record 0 calls 0\\.000 ms \\(0 ns each\\))\n");
+      "scan 0 calls 0\\.000 ms \\(0 ns each\\); record 0 calls 0\\.000 ms \\(0 ns each\\); "
+      "facts 0 calls 0\\.000 ms \\(0 ns each\\); lookup 0 calls 0\\.000 ms \\(0 ns each\\); "
+      "hash 0 calls 0\\.000 ms \\(0 ns each\\))\n");
   std::smatch m;
   ASSERT_TRUE(std::regex_match(r.err, m, line)) << r.err;
   auto files = trace_files();
