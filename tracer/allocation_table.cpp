@@ -1,6 +1,7 @@
 // AllocationTable: see allocation_table.h.
 #include "tracer/allocation_table.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 
@@ -54,7 +55,10 @@ AllocationTable::ThreadCache& find_cache() {
 
 AllocationTable::AllocationTable() : uid_(g_next_table_uid.fetch_add(1)) {}
 
-void AllocationTable::insert(const LiveAllocation& a) {
+void AllocationTable::insert(const LiveAllocation& given) {
+  if (given.bytes == 0) return;
+  LiveAllocation a = given;
+  a.bytes = std::min(a.bytes, ~uint64_t(0) - a.base);  // an end past 2^64 (a bad size) ends at the top
   if (a.bytes == 0) return;
   std::unique_lock lock(mu_);
   version_.fetch_add(1, std::memory_order_release);

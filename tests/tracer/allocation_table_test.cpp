@@ -86,6 +86,21 @@ TEST(AllocationTable, AHoleBetweenAllocationsAnswersNoneAndKeepsItsNeighbours) {
   }
 }
 
+// A size whose end would pass 2^64 ends at the top of the address space: the allocation holds
+// the addresses above its base, and the holes below it stay below it (a wrapped end would have
+// made a hole reach down over an allocation of the same granule).
+TEST(AllocationTable, ASizePastTheTopOfTheAddressSpaceEndsThere) {
+  AllocationTable t;
+  t.insert(dev(0x4000'0100, 0x100));
+  t.insert(dev(0x4000'1000, ~0ull - 0xf7f));
+  t.insert(dev(0x4000'3000, 0x100));
+  ASSERT_TRUE(t.find(0x4000'0150).has_value());
+  EXPECT_EQ(t.find(0x4000'2000)->base, 0x4000'1000u);
+  EXPECT_FALSE(t.find(0x4000'0800).has_value());  // the hole [0x4000'0200, 0x4000'1000)
+  ASSERT_TRUE(t.find(0x4000'0150).has_value());
+  EXPECT_EQ(t.find(0x4000'0150)->base, 0x4000'0100u);
+}
+
 // An allocation made inside a hole some thread had cached is found at once, by that thread and
 // by another; a hole below the lowest allocation, once the bounds include it, too.
 TEST(AllocationTable, AnInsertIntoACachedHoleIsSeenAtOnce) {
