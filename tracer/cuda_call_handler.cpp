@@ -622,7 +622,8 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   h.device = device;
   std::unordered_map<uint64_t, FunctionFacts>& t_functions = function_facts();
   FunctionFacts* facts = nullptr;
-  self_time::Scope timed_facts(self_time::kFacts);
+  const bool timing = self_time::enabled();
+  self_time::Scope timed_facts(self_time::kFacts, timing);
   if (call.func != 0) {
     auto it = t_functions.find(call.func);
     if (it != t_functions.end() && it->second.recorder == rec_->uid()) {
@@ -688,35 +689,26 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
         const uint32_t all_words = layout[i].size / 8;
         const uint32_t words = pointer_words(facts->signature, uint32_t(i), all_words, call.grid);
         by_signature |= words < all_words;
-        // The parameter's words are copied into the hash's buffer as they are, in runs that
-        // fit it; then those of them that may be pointers (the first `words`) are looked at
-        // where they lie, and a pointer into a live allocation is replaced by its mark.
-        for (uint32_t at = 0; at < all_words;) {
-          if (nhashed == ArgsHash::kBufferWords) [[unlikely]]
-            nhashed = args_hash.spill(nhashed);
-          const uint32_t run = std::min<uint32_t>(all_words - at, uint32_t(ArgsHash::kBufferWords - nhashed));
-          uint64_t* const dst = hashed + nhashed;
-          const uint8_t* const src = base + size_t(at) * 8;
-          std::memcpy(dst, src, size_t(run) * 8);
-          const uint32_t candidates = words > at ? std::min(run, words - at) : 0;
-          for (uint32_t k = 0; k < candidates; ++k) {
-            uint64_t w;  // read from the parameter, not from the copy the wide stores just wrote
-            std::memcpy(&w, src + size_t(k) * 8, 8);
-            if (w - lo >= span || (w & misaligned) != 0) [[likely]]
-              continue;
+        // One pass over the words: each goes into the hash's buffer; one of the first `words`
+        // that lies in the table's bounds (rare but for pointers) is looked up, and a pointer
+        // into a live allocation goes in as its mark instead.
+        for (uint32_t k = 0; k < all_words; ++k) {
+          uint64_t w;
+          std::memcpy(&w, base + size_t(k) * 8, 8);
+          if (w - lo < span && k < words && (w & misaligned) == 0) [[unlikely]] {
             bool live;
             {
-              self_time::Scope timed(self_time::kLookup);
+              self_time::Scope timed(self_time::kLookup, timing);
               live = lookup.find(w).has_value();
             }
-            if (!live) continue;
-            size_t index = 0;
-            while (index < ptrs.size() && ptrs[index] != w) ++index;
-            if (index == ptrs.size()) ptrs.push_back(w);
-            dst[k] = kPointerMark + index;
+            if (live) {
+              size_t index = 0;
+              while (index < ptrs.size() && ptrs[index] != w) ++index;
+              if (index == ptrs.size()) ptrs.push_back(w);
+              w = kPointerMark + index;
+            }
           }
-          nhashed += run;
-          at += run;
+          hash(w);
         }
         if (const uint32_t rest = layout[i].size % 8) {
           uint64_t w = 0;
@@ -730,7 +722,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash2) : 0u) |
             (precise ? uint32_t(trace::kKernelPrecise) : 0u) | (by_signature ? uint32_t(trace::kKernelArgsBySignature) : 0u);
   if (scanned) {
-    self_time::Scope timed(self_time::kHash);
+    self_time::Scope timed(self_time::kHash, timing);
     ptrs.push_back(args_hash.value(nhashed));
   }  // after the pointers: the caller writes them all as the tail
   // A launch inside a cuBLAS call: the call's byte ranges follow (trace format 1.5).
