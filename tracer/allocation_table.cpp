@@ -56,7 +56,6 @@ AllocationTable::ThreadCache& find_cache() {
 AllocationTable::AllocationTable() : uid_(g_next_table_uid.fetch_add(1)) {}
 
 void AllocationTable::insert(const LiveAllocation& given) {
-  if (given.bytes == 0) return;
   LiveAllocation a = given;
   a.bytes = std::min(a.bytes, ~uint64_t(0) - a.base);  // an end past 2^64 (a bad size) ends at the top
   if (a.bytes == 0) return;

@@ -52,7 +52,8 @@ class AllocationTable {
   Finder finder() const;
   // Cheap pre-filter: false when `addr` lies outside every allocation's address range.
   bool maybe_contains(uint64_t addr) const {
-    return addr >= lo_.load(std::memory_order_relaxed) && addr < hi_.load(std::memory_order_relaxed);
+    const Bounds b = bounds();
+    return addr >= b.lo && addr < b.hi;
   }
   // The range maybe_contains() checks, read once for a run of checks (a launch's words).
   struct Bounds {

@@ -721,10 +721,10 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   h.nptrs = uint32_t(ptrs.size());
   h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash2) : 0u) |
             (precise ? uint32_t(trace::kKernelPrecise) : 0u) | (by_signature ? uint32_t(trace::kKernelArgsBySignature) : 0u);
-  if (scanned) {
+  if (scanned) {  // after the pointers: the caller writes them all as the tail
     self_time::Scope timed(self_time::kHash, timing);
     ptrs.push_back(args_hash.value(nhashed));
-  }  // after the pointers: the caller writes them all as the tail
+  }
   // A launch inside a cuBLAS call: the call's byte ranges follow (trace format 1.5).
   if (launch && ts.blas_access_count != 0) {
     h.flags |= trace::kKernelCallAccesses;
