@@ -17,6 +17,8 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
+#include "tracer/wide_words.h"
+
 namespace streamrace::tracer {
 
 // The caller writes the words into words() itself, counting them in a local: a count kept
@@ -46,7 +48,11 @@ class ArgsHash {
   }
   // The hash of every word written, words()[0, n) the last of them.
   uint64_t value(size_t n) {
-    if (!streaming_) return XXH3_64bits(words_, n * sizeof(uint64_t));
+    if (!streaming_) {
+      const size_t bytes = n * sizeof(uint64_t);
+      // Up to 240 bytes XXH3 uses no vector unit: inline here; longer, AVX2 where there is.
+      return bytes <= 240 ? XXH3_64bits(words_, bytes) : wide::xxh3_64(words_, bytes);
+    }
     XXH3_64bits_update(&state_, words_, n * sizeof(uint64_t));
     return XXH3_64bits_digest(&state_);
   }

@@ -681,40 +681,66 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
       const AllocationTable::Bounds bounds = allocs_.bounds();
       const uint64_t lo = bounds.lo, span = bounds.hi > bounds.lo ? bounds.hi - bounds.lo : 0;
       const uint64_t misaligned = facts->pointer_misalignment;
+      // A parameter's words as copied into the hash's buffer, the first n of them checked: a
+      // pointer into a live allocation is replaced there by its mark.
+      auto scan_words = [&](uint64_t* out, uint32_t n) __attribute__((always_inline)) {
+        for (uint32_t k = 0; (k = wide::next_in_span(out, k, n, lo, span)) < n; ++k) {
+          const uint64_t w = out[k];
+          if ((w & misaligned) != 0) continue;
+          bool live;
+          {
+            self_time::Scope timed(self_time::kLookup, timing);
+            live = lookup.find(w).has_value();
+          }
+          if (!live) continue;
+          size_t index = 0;
+          while (index < ptrs.size() && ptrs[index] != w) ++index;
+          if (index == ptrs.size()) ptrs.push_back(w);
+          out[k] = kPointerMark + index;
+        }
+      };
+      // Per parameter: its size, then its bytes copied as they are (the leftover bytes
+      // zero-extended to a word), then the first `words` of those words checked against the
+      // bounds in a loop that does nothing else; a pointer into a live allocation is then
+      // replaced in the copy by its mark. The words hashed are those of 1.4's hash.
       for (size_t i = 0; i < layout.size(); ++i) {
         const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
                                           : static_cast<const uint8_t*>(call.args[i]);
-        hash(layout[i].size);
-        if (base == nullptr) continue;
-        const uint32_t all_words = layout[i].size / 8;
-        const uint32_t words = pointer_words(facts->signature, uint32_t(i), all_words, call.grid);
-        by_signature |= words < all_words;
-        // One pass over the words: each goes into the hash's buffer; one of the first `words`
-        // that lies in the table's bounds (rare but for pointers) is looked up, and a pointer
-        // into a live allocation goes in as its mark instead.
-        for (uint32_t k = 0; k < all_words; ++k) {
-          uint64_t w;
-          std::memcpy(&w, base + size_t(k) * 8, 8);
-          if (w - lo < span && k < words && (w & misaligned) == 0) [[unlikely]] {
-            bool live;
-            {
-              self_time::Scope timed(self_time::kLookup, timing);
-              live = lookup.find(w).has_value();
-            }
-            if (live) {
-              size_t index = 0;
-              while (index < ptrs.size() && ptrs[index] != w) ++index;
-              if (index == ptrs.size()) ptrs.push_back(w);
-              w = kPointerMark + index;
-            }
+        const uint32_t size = layout[i].size;
+        const uint32_t padded = (size + 7) / 8;
+        if (base == nullptr || 1 + padded > ArgsHash::kBufferWords - nhashed) [[unlikely]] {
+          hash(size);
+          if (base == nullptr) continue;
+          // Longer than what is left of the hash's buffer: in pieces, spilling in between.
+          const uint32_t words = pointer_words(facts->signature, uint32_t(i), size / 8, call.grid);
+          by_signature |= words < size / 8;
+          for (uint32_t done = 0; done < padded;) {
+            if (nhashed == ArgsHash::kBufferWords) nhashed = args_hash.spill(nhashed);
+            const uint32_t piece = std::min<uint32_t>(padded - done, uint32_t(ArgsHash::kBufferWords - nhashed));
+            const size_t bytes = std::min<size_t>(size_t(piece) * 8, size - size_t(done) * 8);
+            uint64_t* const out = hashed + nhashed;
+            if (bytes < size_t(piece) * 8) out[piece - 1] = 0;  // the leftover bytes' word
+            std::memcpy(out, base + size_t(done) * 8, bytes);
+            scan_words(out, words > done ? std::min(words - done, piece) : 0);
+            nhashed += piece;
+            done += piece;
           }
-          hash(w);
+          continue;
         }
-        if (const uint32_t rest = layout[i].size % 8) {
-          uint64_t w = 0;
-          std::memcpy(&w, base + all_words * 8, rest);
-          hash(w);
+        hashed[nhashed++] = size;
+        uint64_t* const out = hashed + nhashed;
+        const uint32_t all_words = size / 8;
+        if (size == 8) {  // most parameters: a pointer, a size
+          std::memcpy(out, base, 8);
+        } else {
+          if (all_words < padded) out[all_words] = 0;  // the leftover bytes, zero-extended to a word
+          std::memcpy(out, base, size);
         }
+        const uint32_t words =
+            facts->signature ? pointer_words(facts->signature, uint32_t(i), all_words, call.grid) : all_words;
+        by_signature |= words < all_words;
+        scan_words(out, words);
+        nhashed += padded;
       }
     }
   }

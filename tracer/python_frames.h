@@ -81,6 +81,8 @@ class PythonFrames {
   // that reports a bad address instead of faulting. Fills codes (innermost first, up to
   // `max`) and the key; false if a read failed or the layout is unknown.
   bool raw_walk(PyObj ts, bool safe, SiteKey& key, const void** codes, size_t& ncodes, size_t max);
+  template <bool Safe>
+  bool raw_walk_as(PyObj ts, SiteKey& key, const void** codes, size_t& ncodes, size_t max);
   // Compares the API walk's code objects with the raw walk's (called in capture()).
   void check_raw_layout(PyObj ts, const void* const* api_codes, size_t napi, bool truncated);
 
