@@ -1,5 +1,5 @@
 // The AVX2 halves of tracer/wide_words.h. This file alone is compiled with -mavx2
-// (tracer/CMakeLists.txt); it includes no C++ library header, so no inline function of one
+// (tracer/CMakeLists.txt); it uses no C++ library function (its headers give types only), so no inline function of one
 // can be emitted here with AVX2 code and picked by the linker for the rest of the library.
 // xxHash's functions are static here (XXH_INLINE_ALL): AVX2 copies of their own.
 #include <immintrin.h>
