@@ -1,6 +1,7 @@
 // The AVX2 halves of tracer/wide_words.h. This file alone is compiled with -mavx2
-// (tracer/CMakeLists.txt); it uses no C++ library function (its headers give types only), so no inline function of one
-// can be emitted here with AVX2 code and picked by the linker for the rest of the library.
+// (tracer/CMakeLists.txt); it uses no C++ library function (its headers give types only),
+// so no inline function of one can be emitted here with AVX2 code and picked by the linker
+// for the rest of the library.
 // xxHash's functions are static here (XXH_INLINE_ALL): AVX2 copies of their own.
 #include <immintrin.h>
 
@@ -33,6 +34,8 @@ uint32_t next_in_span_avx2(const uint64_t* w, uint32_t from, uint32_t n, uint64_
       return k + uint32_t(__builtin_ctz(m));
     }
   }
+  // The last words, fewer than 8: not through the header's inline baseline, whose copy
+  // emitted here would be AVX2 code the linker may pick for every caller.
   for (; k < n; ++k)
     if (w[k] - lo < span) return k;
   return n;

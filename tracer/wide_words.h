@@ -15,7 +15,12 @@ namespace streamrace::tracer::wide {
 bool avx2();
 
 // The first index k in [from, n) with w[k] - lo < span (unsigned: w in [lo, lo + span)), or n.
-uint32_t next_in_span_baseline(const uint64_t* w, uint32_t from, uint32_t n, uint64_t lo, uint64_t span);
+inline uint32_t next_in_span_baseline(const uint64_t* w, uint32_t from, uint32_t n, uint64_t lo, uint64_t span) {
+  for (uint32_t k = from; k < n; ++k)
+    if (w[k] - lo < span) [[unlikely]]
+      return k;
+  return n;
+}
 uint32_t next_in_span_avx2(const uint64_t* w, uint32_t from, uint32_t n, uint64_t lo, uint64_t span);
 // XXH3_64bits, seed 0.
 uint64_t xxh3_64_baseline(const void* data, size_t bytes);
@@ -26,19 +31,14 @@ extern const bool kAvx2;
 }
 
 inline uint32_t next_in_span(const uint64_t* w, uint32_t from, uint32_t n, uint64_t lo, uint64_t span) {
-  // Short runs (a pointer parameter is one word) stay here: a call costs more than they do.
-  if (n - from < 8 || !detail::kAvx2) {
-    for (uint32_t k = from; k < n; ++k)
-      if (w[k] - lo < span) [[unlikely]]
-        return k;
-    return n;
-  }
+  // Short runs (a pointer parameter is one word) stay inline: a call costs more than they do.
+  if (n - from < 8 || !detail::kAvx2) return next_in_span_baseline(w, from, n, lo, span);
   return next_in_span_avx2(w, from, n, lo, span);
 }
 
+// The caller keeps inputs of up to 240 bytes to its own inline XXH3 (no vector unit there).
 inline uint64_t xxh3_64(const void* data, size_t bytes) {
-  // Up to 240 bytes XXH3 uses no vector unit at all.
-  return bytes > 240 && detail::kAvx2 ? xxh3_64_avx2(data, bytes) : xxh3_64_baseline(data, bytes);
+  return detail::kAvx2 ? xxh3_64_avx2(data, bytes) : xxh3_64_baseline(data, bytes);
 }
 
 }  // namespace streamrace::tracer::wide

@@ -1,4 +1,4 @@
-// The baseline halves of tracer/wide_words.h and the dispatch.
+// The baseline XXH3 of tracer/wide_words.h and the dispatch (the baseline search is inline).
 #include "tracer/wide_words.h"
 
 #define XXH_INLINE_ALL
@@ -17,12 +17,6 @@ const bool kAvx2 = cpu_has_avx2();
 }  // namespace detail
 
 bool avx2() { return detail::kAvx2; }
-
-uint32_t next_in_span_baseline(const uint64_t* w, uint32_t from, uint32_t n, uint64_t lo, uint64_t span) {
-  for (uint32_t k = from; k < n; ++k)
-    if (w[k] - lo < span) return k;
-  return n;
-}
 
 uint64_t xxh3_64_baseline(const void* data, size_t bytes) { return XXH3_64bits(data, bytes); }
 
