@@ -8,7 +8,10 @@
 namespace streamrace::tracer {
 
 namespace {
-std::atomic<uint64_t> g_next_table_uid{1};
+// Versions of every table of the process: a cached answer is valid only for the table and the
+// version it was looked up in, and no two tables (nor two states of one) share a version.
+std::atomic<uint64_t> g_next_version{1};
+uint64_t new_version() { return g_next_version.fetch_add(1, std::memory_order_relaxed); }
 }  // namespace
 
 // The calling thread's recent answers, direct-mapped by 2 MiB granule of the address looked up:
@@ -18,18 +21,24 @@ std::atomic<uint64_t> g_next_table_uid{1};
 // looked up, where every address gets "none" while the table is unchanged. PyTorch's kernels
 // pass words inside the table's bounds that point into no allocation (ZeRO-2: about half of
 // the 6.7 such words per launch); without holes, each took the lock and walked the map.
+// An answer holds for every address of its range while the table keeps the version it was
+// found in, whatever the granule: a slot keeps no more than that (32 bytes, two to a cache
+// line, never across two).
 struct AllocationTable::ThreadCache {
-  struct Slot {
-    uint64_t table = 0, version = 0, granule = ~0ull;
-    LiveAllocation a;  // a hole: base and bytes of the gap
+  struct alignas(32) Slot {
+    uint64_t version = 0;        // 0: empty (no table has version 0)
+    uint64_t base = 0, bytes = 0;  // the allocation, or the hole's range
+    uint32_t device = 0;
+    trace::AllocKind kind = trace::AllocKind::kDevice;
     bool hole = false;
   };
+  static_assert(sizeof(Slot) == 32);
   static constexpr int kBits = 12;
   Slot slots[1 << kBits];
   static uint64_t granule_of(uint64_t addr) { return addr >> 21; }
   Slot& slot_for(uint64_t addr) { return slots[granule_of(addr) & ((1u << kBits) - 1)]; }
 };
-// 224 KiB: on the heap, and only for threads that look up (a thread_local this large would be
+// 128 KiB: on the heap, and only for threads that look up (a thread_local this large would be
 // zeroed into every thread's TLS block at its creation, CUDA-calling or not). The pointer is a
 // plain one, so that a hit reads one thread_local and no guard (in libstreamrace.so each is a
 // call of __tls_get_addr); its owner, made with the cache, frees it when the thread exits. A
@@ -53,14 +62,14 @@ AllocationTable::ThreadCache& find_cache() {
 }
 }  // namespace
 
-AllocationTable::AllocationTable() : uid_(g_next_table_uid.fetch_add(1)) {}
+AllocationTable::AllocationTable() : version_(new_version()) {}
 
 void AllocationTable::insert(const LiveAllocation& given) {
   LiveAllocation a = given;
   a.bytes = std::min(a.bytes, ~uint64_t(0) - a.base);  // an end past 2^64 (a bad size) ends at the top
   if (a.bytes == 0) return;
   std::unique_lock lock(mu_);
-  version_.fetch_add(1, std::memory_order_release);
+  version_.store(new_version(), std::memory_order_release);
   by_base_[a.base] = a;
   if (a.base < lo_.load()) lo_.store(a.base);
   if (a.base + a.bytes > hi_.load()) hi_.store(a.base + a.bytes);
@@ -70,7 +79,7 @@ std::optional<LiveAllocation> AllocationTable::erase(uint64_t base) {
   std::unique_lock lock(mu_);
   auto it = by_base_.find(base);
   if (it == by_base_.end()) return std::nullopt;
-  version_.fetch_add(1, std::memory_order_release);
+  version_.store(new_version(), std::memory_order_release);
   LiveAllocation a = it->second;
   by_base_.erase(it);
   return a;
@@ -78,7 +87,7 @@ std::optional<LiveAllocation> AllocationTable::erase(uint64_t base) {
 
 void AllocationTable::erase_range(uint64_t base, uint64_t bytes) {
   std::unique_lock lock(mu_);
-  version_.fetch_add(1, std::memory_order_release);
+  version_.store(new_version(), std::memory_order_release);
   auto it = by_base_.lower_bound(base);
   while (it != by_base_.end() && it->first < base + bytes) it = by_base_.erase(it);
 }
@@ -90,19 +99,24 @@ AllocationTable::Finder AllocationTable::finder() const { return Finder(*this, f
 std::optional<LiveAllocation> AllocationTable::find_in(ThreadCache& cache, uint64_t addr) const {
   if (!maybe_contains(addr)) return std::nullopt;
   ThreadCache::Slot& s = cache.slot_for(addr);
-  if (s.table == uid_ && s.granule == ThreadCache::granule_of(addr) &&
-      s.version == version_.load(std::memory_order_acquire) && addr - s.a.base < s.a.bytes) {
+  if (s.version == version_.load(std::memory_order_acquire) && addr - s.base < s.bytes) {
     if (s.hole) return std::nullopt;
-    return s.a;
+    return LiveAllocation{s.base, s.bytes, s.kind, s.device};
   }
   uint64_t version = 0;
   Hole hole;
   auto found = find_locked(addr, version, hole);
-  s.table = uid_;
   s.version = version;
-  s.granule = ThreadCache::granule_of(addr);
   s.hole = !found;
-  s.a = found ? *found : LiveAllocation{hole.lo, hole.hi - hole.lo};
+  if (found) {
+    s.base = found->base;
+    s.bytes = found->bytes;
+    s.kind = found->kind;
+    s.device = found->device;
+  } else {
+    s.base = hole.lo;
+    s.bytes = hole.hi - hole.lo;
+  }
   return found;
 }
 

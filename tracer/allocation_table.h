@@ -5,7 +5,7 @@
 // recent answers in front of it: a launch's pointer arguments fall into the same few
 // caching-allocator segments again and again, and allocations change rarely once a training
 // loop runs. A cached answer is used only while the table is unchanged since it was looked up
-// (a version counter every insert and erase advances).
+// (a version every insert and erase takes anew, unique across the process's tables).
 #pragma once
 
 #include <cstdint>
@@ -72,12 +72,15 @@ class AllocationTable {
   };
   std::optional<LiveAllocation> find_locked(uint64_t addr, uint64_t& version, Hole& hole) const;
 
-  mutable std::shared_mutex mu_;
-  std::map<uint64_t, LiveAllocation> by_base_;
-  const uint64_t uid_;                  // tells this table's cache entries from another's
-  std::atomic<uint64_t> version_{1};    // advanced under the unique lock by every change
+  // What every lookup reads, in one cache line: a launch's scan reads the bounds and the
+  // version, and a line the launch need not touch is one PyTorch's work may have evicted.
+  // version_: set anew under the unique lock by every change, from a counter of the process
+  // (tells this table's cached answers from another table's as well).
+  alignas(64) std::atomic<uint64_t> version_;
   std::atomic<uint64_t> lo_{~0ull};
   std::atomic<uint64_t> hi_{0};
+  alignas(64) mutable std::shared_mutex mu_;
+  std::map<uint64_t, LiveAllocation> by_base_;
 };
 
 }  // namespace streamrace::tracer

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -56,18 +57,23 @@ std::vector<uint32_t> cbids_of(ApiDomain domain, bool launches = true) {
 
 CudaCallHandler::CudaCallHandler(TraceRecorder& rec, AllocationTable& allocs, CudaQueries& queries, StackCapture* stacks)
     : rec_(&rec),
-      markers_(rec),
       allocs_(allocs),
       queries_(queries),
       stacks_(stacks),
-      runtime_names_(max_cbid(ApiDomain::kRuntime) + 1),
-      driver_names_(max_cbid(ApiDomain::kDriver) + 1) {}
+      runtime_calls_(max_cbid(ApiDomain::kRuntime) + 1),
+      driver_calls_(max_cbid(ApiDomain::kDriver) + 1),
+      markers_(rec) {
+  for (uint32_t cbid = 0; cbid < runtime_calls_.size(); ++cbid)
+    runtime_calls_[cbid].spec = find_call(ApiDomain::kRuntime, cbid);
+  for (uint32_t cbid = 0; cbid < driver_calls_.size(); ++cbid)
+    driver_calls_[cbid].spec = find_call(ApiDomain::kDriver, cbid);
+}
 
 void CudaCallHandler::set_recorder(TraceRecorder& rec) {
   rec_ = &rec;
   markers_.set_recorder(rec);
-  for (auto& n : runtime_names_) n.store(0);
-  for (auto& n : driver_names_) n.store(0);
+  for (auto& n : runtime_calls_) n.api.store(0);
+  for (auto& n : driver_calls_) n.api.store(0);
 }
 
 std::vector<uint32_t> CudaCallHandler::runtime_cbids() { return cbids_of(ApiDomain::kRuntime); }
@@ -77,13 +83,13 @@ std::vector<uint32_t> CudaCallHandler::cupti_runtime_cbids(bool runtime_launches
 std::vector<uint32_t> CudaCallHandler::driver_cbids() { return cbids_of(ApiDomain::kDriver); }
 
 uint32_t CudaCallHandler::api_id(ApiDomain d, uint32_t cbid) {
-  auto& names = d == ApiDomain::kRuntime ? runtime_names_ : driver_names_;
-  if (cbid >= names.size()) return 0;
-  uint32_t id = names[cbid].load(std::memory_order_relaxed);
+  auto& calls = d == ApiDomain::kRuntime ? runtime_calls_ : driver_calls_;
+  if (cbid >= calls.size()) return 0;
+  CallEntry& entry = calls[cbid];
+  uint32_t id = entry.api.load(std::memory_order_relaxed);
   if (id == 0) {
-    const CallSpec* spec = find_call(d, cbid);
-    id = rec_->strings().intern(spec ? spec->name : "?");
-    names[cbid].store(id, std::memory_order_relaxed);
+    id = rec_->strings().intern(entry.spec ? entry.spec->name : "?");
+    entry.api.store(id, std::memory_order_relaxed);
   }
   return id;
 }
@@ -125,7 +131,8 @@ trace::MemKind CudaCallHandler::mem_kind(uint64_t ptr) {
 void CudaCallHandler::on_call(const ApiCall& c) {
   TracerThreadState& ts = thread_state();  // once per callback, passed on
   if (ts.internal > 0) return;
-  const CallSpec* spec = find_call(c.domain, c.cbid);
+  const std::vector<CallEntry>& calls = c.domain == ApiDomain::kRuntime ? runtime_calls_ : driver_calls_;
+  const CallSpec* spec = c.cbid < calls.size() ? calls[c.cbid].spec : nullptr;
   if (spec == nullptr) return;
   try {
     if (host_) {
@@ -573,25 +580,66 @@ struct FunctionFacts {
 };
 constexpr size_t kFunctionCacheLimit = 4096;  // per thread; cleared when full
 
+// A launch's facts as the scan reads them, in two adjacent cache lines: the front of the
+// thread's facts, direct-mapped by function. Behind it the map of all of them; a function whose
+// entry another took is found there and takes the entry back. A map lookup reads the bucket,
+// the node and the layout's own allocation (three lines PyTorch's work between two launches
+// may have evicted); an entry holds the layout of up to kInlineSlots parameters itself.
+struct alignas(64) FrontFacts {
+  static constexpr uint32_t kInlineSlots = 10;
+  uint64_t func = 0;      // 0: empty
+  uint64_t recorder = 0;  // as FunctionFacts::recorder
+  const KernelSignature* signature = nullptr;
+  uint64_t pointer_misalignment = 0;
+  const ParamSlot* slots = nullptr;  // inline_slots, or the map's layout when longer
+  uint32_t name_id = 0;
+  uint16_t nslots = 0;
+  bool have_layout = false;
+  ParamSlot inline_slots[kInlineSlots];
+};
+static_assert(sizeof(FrontFacts) == 128);
+
+// The calling thread's launch scratch, reached from its TracerThreadState (no thread_local of
+// its own to look up): the pointer list a launch record carries and the facts of functions.
+struct LaunchScratch {
+  static constexpr int kFrontBits = 10;  // 1024 entries, 128 KiB
+  std::vector<uint64_t> ptrs;
+  std::unordered_map<uint64_t, FunctionFacts> functions;
+  std::unique_ptr<FrontFacts[]> front{new FrontFacts[1u << kFrontBits]};
+  FrontFacts& front_for(uint64_t func) {
+    return front[(func * 0x9E3779B97F4A7C15ull) >> (64 - kFrontBits)];
+  }
+};
+// Frees the thread's scratch when the thread exits (and forgets it: a launch during the rest
+// of the exit gets a new one, leaked, not a crash).
+struct LaunchScratchOwner {
+  LaunchScratch* scratch = nullptr;
+  ~LaunchScratchOwner() {
+    delete scratch;
+    thread_state().launch_scratch = nullptr;
+  }
+};
+__attribute__((noinline)) LaunchScratch& new_launch_scratch(TracerThreadState& ts) {
+  thread_local LaunchScratchOwner owner;
+  auto* s = new LaunchScratch;
+  if (owner.scratch == nullptr) owner.scratch = s;  // (a second one, during the exit: leaked)
+  ts.launch_scratch = s;
+  return *s;
+}
+LaunchScratch& launch_scratch(TracerThreadState& ts) {
+  void* s = ts.launch_scratch;
+  return s != nullptr ? *static_cast<LaunchScratch*>(s) : new_launch_scratch(ts);
+}
+
 // A pointer argument enters the arguments' hash (tracer/args_hash.h) as this mark plus its
 // index in ptrs[].
 constexpr uint64_t kPointerMark = 0x5A17'0000'0000'0000ull;
-
-__attribute__((noinline)) std::vector<uint64_t>& launch_pointers() {  // see thread_state()
-  thread_local std::vector<uint64_t> ptrs;
-  return ptrs;
-}
-
-__attribute__((noinline)) std::unordered_map<uint64_t, FunctionFacts>& function_facts() {  // see thread_state()
-  thread_local std::unordered_map<uint64_t, FunctionFacts> functions;
-  return functions;
-}
 }  // namespace
 
 void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   GilScope python_stack_matters;
   trace::KernelLaunchHead h{};
-  std::vector<uint64_t>& ptrs = launch_pointers();
+  std::vector<uint64_t>& ptrs = launch_scratch(e.ts != nullptr ? *e.ts : thread_state()).ptrs;
   {
     self_time::Scope timed(self_time::kScan);
     kernel_head(call, e, stream, device, h, ptrs);
@@ -603,7 +651,7 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
 
 void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
                                   trace::KernelLaunchHead& h, std::vector<uint64_t>& ptrs) {
-  auto& ts = thread_state();
+  TracerThreadState& ts = e.ts != nullptr ? *e.ts : thread_state();
   // Precise mode: the launch callback marked this launch as patched (its exact accesses
   // follow as KernelAccess records) and may know the name the API callback did not give.
   // Only a launch has a launch callback behind it: a graph's kernel node (added or set) takes
@@ -620,29 +668,61 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   h.stream = stream;
   h.correlation = e.correlation;
   h.device = device;
-  std::unordered_map<uint64_t, FunctionFacts>& t_functions = function_facts();
-  FunctionFacts* facts = nullptr;
+  const FrontFacts* facts = nullptr;
   const bool timing = self_time::enabled();
   self_time::Scope timed_facts(self_time::kFacts, timing);
   if (call.func != 0) {
-    auto it = t_functions.find(call.func);
-    if (it != t_functions.end() && it->second.recorder == rec_->uid()) {
-      facts = &it->second;
+    LaunchScratch& scratch = launch_scratch(ts);
+    FrontFacts& front = scratch.front_for(call.func);
+    const uint64_t recorder = rec_->uid();
+    if (front.func == call.func && front.recorder == recorder) [[likely]] {
+      facts = &front;
     } else {
-      if (t_functions.size() >= kFunctionCacheLimit) t_functions.clear();
-      facts = &t_functions[call.func];
-      facts->recorder = rec_->uid();
-      if (name == nullptr) {  // graph kernel nodes: the callback names no symbol
-        InternalCallGuard guard;
-        name = queries_.function_name(call.func, call.library_kernel);
+      auto& functions = scratch.functions;
+      auto it = functions.find(call.func);
+      FunctionFacts* full;
+      if (it != functions.end() && it->second.recorder == recorder) {
+        full = &it->second;
+      } else {
+        if (functions.size() >= kFunctionCacheLimit) {
+          // The front's longer layouts point into the map: both go.
+          functions.clear();
+          for (uint32_t i = 0; i < (1u << LaunchScratch::kFrontBits); ++i) scratch.front[i].func = 0;
+        }
+        full = &functions[call.func];
+        full->recorder = recorder;
+        if (name == nullptr) {  // graph kernel nodes: the callback names no symbol
+          InternalCallGuard guard;
+          name = queries_.function_name(call.func, call.library_kernel);
+        }
+        full->name_id = kernel_name_id(call.func, name);
+        full->signature = kernel_signatures_ && name != nullptr ? signature_for(name) : nullptr;
+        full->pointer_misalignment = kernel_signatures_ && name != nullptr ? pointer_alignment(name) - 1 : 0;
+        {
+          InternalCallGuard guard;
+          full->have_layout = queries_.param_layout(call.func, call.library_kernel, full->layout);
+        }
       }
-      facts->name_id = kernel_name_id(call.func, name);
-      facts->signature = kernel_signatures_ && name != nullptr ? signature_for(name) : nullptr;
-      facts->pointer_misalignment = kernel_signatures_ && name != nullptr ? pointer_alignment(name) - 1 : 0;
-      {
-        InternalCallGuard guard;
-        facts->have_layout = queries_.param_layout(call.func, call.library_kernel, facts->layout);
+      front.func = call.func;
+      front.recorder = recorder;
+      front.signature = full->signature;
+      front.pointer_misalignment = full->pointer_misalignment;
+      front.name_id = full->name_id;
+      front.have_layout = full->have_layout;
+      const size_t n = full->have_layout ? full->layout.size() : 0;
+      if (n <= FrontFacts::kInlineSlots) {
+        std::copy_n(full->layout.begin(), n, front.inline_slots);
+        front.slots = front.inline_slots;
+        front.nslots = uint16_t(n);
+      } else if (n <= UINT16_MAX) {
+        front.slots = full->layout.data();
+        front.nslots = uint16_t(n);
+      } else {  // more parameters than any kernel can take: as if no layout were known
+        front.have_layout = false;
+        front.slots = nullptr;
+        front.nslots = 0;
       }
+      facts = &front;
     }
   }
   h.name_id = facts ? facts->name_id : kernel_name_id(call.func, name);
@@ -672,7 +752,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
     hashed[nhashed++] = w;
   };
   if (facts && (call.args != nullptr || call.packed != nullptr)) {
-    const std::vector<ParamSlot>& layout = facts->layout;
+    const std::span<const ParamSlot> layout(facts->slots, facts->nslots);
     if (facts->have_layout) {
       scanned = true;
       const AllocationTable::Finder lookup = allocs_.finder();

@@ -129,18 +129,27 @@ class CudaCallHandler {
   // The explicit graph API: one GraphEdit record (edges: one per 4096).
   void graph_edit(const CudaCall& call, const Emission& e, uint32_t device);
 
+  // A host free or unregister is about to run: the tracker's windows over it end first.
+  void before_free(const CallSpec& spec, const void* params);
+
+  // What every callback reads first, together: a line the callback need not touch is one
+  // PyTorch's work between two launches may have evicted.
   TraceRecorder* rec_;
-  StepMarkers markers_;
   AllocationTable& allocs_;
   CudaQueries& queries_;
   StackCapture* stacks_;
-  TorchAllocatorHook* torch_hook_ = nullptr;
   HostAccessTracker* host_ = nullptr;
   bool kernel_signatures_ = true;
-  // A host free or unregister is about to run: the tracker's windows over it end first.
-  void before_free(const CallSpec& spec, const void* params);
-  std::vector<std::atomic<uint32_t>> runtime_names_;
-  std::vector<std::atomic<uint32_t>> driver_names_;
+  // Per callback id of each domain: the call's row (null: not one the tracer records) and
+  // its API name's string id (0 until first used), side by side.
+  struct CallEntry {
+    const CallSpec* spec = nullptr;
+    std::atomic<uint32_t> api{0};
+  };
+  std::vector<CallEntry> runtime_calls_;
+  std::vector<CallEntry> driver_calls_;
+  TorchAllocatorHook* torch_hook_ = nullptr;
+  StepMarkers markers_;
 };
 
 }  // namespace streamrace::tracer

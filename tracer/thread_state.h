@@ -40,6 +40,9 @@ struct TracerThreadState {
   int blas_depth = 0;
   const trace::CallAccessEntry* blas_accesses = nullptr;
   uint32_t blas_access_count = 0;
+  // The thread's kernel-launch scratch (tracer/cuda_call_handler.cpp), reached from here so
+  // that a launch looks up one thread_local, not three: null until the thread's first launch.
+  void* launch_scratch = nullptr;
 };
 
 TracerThreadState& thread_state();
