@@ -9,6 +9,8 @@
 # (DLmw): on a machine whose caches PyTorch's own work keeps full, each miss is a wait.
 #
 #   bench/handler_cache_lines.sh [BIN] [POINTERS] [SCALARS] [N]
+#
+# KEEP=DIR keeps the two callgrind files there (callgrind_annotate --auto=yes shows the lines).
 set -euo pipefail
 BIN=${1:-build/bin/streamrace-handler-cost-shared}
 POINTERS=${2:-3}
@@ -25,6 +27,7 @@ for n in "$N" "$((2 * N))"; do
     >/dev/null 2>"$tmp/log.$n" &
 done
 wait
+if [[ -n "${KEEP:-}" ]]; then mkdir -p "$KEEP" && cp "$tmp"/cg.* "$KEEP"/; fi
 totals() { callgrind_annotate --show=Ir,DLmr,DLmw "$1" | awk '/PROGRAM TOTALS/ {gsub(",",""); print $1, $3, $5}'; }
 read -r i1 r1 w1 < <(totals "$tmp/cg.$N")
 read -r i2 r2 w2 < <(totals "$tmp/cg.$((2 * N))")

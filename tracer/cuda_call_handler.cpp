@@ -63,10 +63,16 @@ CudaCallHandler::CudaCallHandler(TraceRecorder& rec, AllocationTable& allocs, Cu
       runtime_calls_(max_cbid(ApiDomain::kRuntime) + 1),
       driver_calls_(max_cbid(ApiDomain::kDriver) + 1),
       markers_(rec) {
-  for (uint32_t cbid = 0; cbid < runtime_calls_.size(); ++cbid)
-    runtime_calls_[cbid].spec = find_call(ApiDomain::kRuntime, cbid);
-  for (uint32_t cbid = 0; cbid < driver_calls_.size(); ++cbid)
-    driver_calls_[cbid].spec = find_call(ApiDomain::kDriver, cbid);
+  static_assert(sizeof(CallEntry) == 64);
+  for (auto* calls : {&runtime_calls_, &driver_calls_}) {
+    const ApiDomain d = calls == &runtime_calls_ ? ApiDomain::kRuntime : ApiDomain::kDriver;
+    for (uint32_t cbid = 0; cbid < calls->size(); ++cbid) {
+      if (const CallSpec* spec = find_call(d, cbid)) {
+        (*calls)[cbid].row = *spec;
+        (*calls)[cbid].spec = &(*calls)[cbid].row;
+      }
+    }
+  }
 }
 
 void CudaCallHandler::set_recorder(TraceRecorder& rec) {
@@ -585,17 +591,20 @@ constexpr size_t kFunctionCacheLimit = 4096;  // per thread; cleared when full
 // entry another took is found there and takes the entry back. A map lookup reads the bucket,
 // the node and the layout's own allocation (three lines PyTorch's work between two launches
 // may have evicted); an entry holds the layout of up to kInlineSlots parameters itself.
+// The first line holds the first four parameters' slots (most of PyTorch's kernels take no
+// more).
 struct alignas(64) FrontFacts {
-  static constexpr uint32_t kInlineSlots = 10;
+  static constexpr uint32_t kInlineSlots = 11;
   uint64_t func = 0;      // 0: empty
   uint64_t recorder = 0;  // as FunctionFacts::recorder
   const KernelSignature* signature = nullptr;
-  uint64_t pointer_misalignment = 0;
-  const ParamSlot* slots = nullptr;  // inline_slots, or the map's layout when longer
   uint32_t name_id = 0;
   uint16_t nslots = 0;
+  uint8_t pointer_misalignment = 0;  // as FunctionFacts's (an alignment of at most 256)
   bool have_layout = false;
   ParamSlot inline_slots[kInlineSlots];
+  const ParamSlot* long_slots = nullptr;  // the map's layout, when longer than kInlineSlots
+  const ParamSlot* slots() const { return nslots <= kInlineSlots ? inline_slots : long_slots; }
 };
 static_assert(sizeof(FrontFacts) == 128);
 
@@ -603,9 +612,9 @@ static_assert(sizeof(FrontFacts) == 128);
 // its own to look up): the pointer list a launch record carries and the facts of functions.
 struct LaunchScratch {
   static constexpr int kFrontBits = 10;  // 1024 entries, 128 KiB
-  std::vector<uint64_t> ptrs;
-  std::unordered_map<uint64_t, FunctionFacts> functions;
+  std::vector<uint64_t> ptrs;  // (beside front: a launch reads both)
   std::unique_ptr<FrontFacts[]> front{new FrontFacts[1u << kFrontBits]};
+  std::unordered_map<uint64_t, FunctionFacts> functions;
   FrontFacts& front_for(uint64_t func) {
     return front[(func * 0x9E3779B97F4A7C15ull) >> (64 - kFrontBits)];
   }
@@ -706,20 +715,19 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
       front.func = call.func;
       front.recorder = recorder;
       front.signature = full->signature;
-      front.pointer_misalignment = full->pointer_misalignment;
+      front.pointer_misalignment = uint8_t(std::min<uint64_t>(full->pointer_misalignment, 255));
       front.name_id = full->name_id;
       front.have_layout = full->have_layout;
       const size_t n = full->have_layout ? full->layout.size() : 0;
+      front.long_slots = nullptr;
       if (n <= FrontFacts::kInlineSlots) {
         std::copy_n(full->layout.begin(), n, front.inline_slots);
-        front.slots = front.inline_slots;
         front.nslots = uint16_t(n);
       } else if (n <= UINT16_MAX) {
-        front.slots = full->layout.data();
+        front.long_slots = full->layout.data();
         front.nslots = uint16_t(n);
       } else {  // more parameters than any kernel can take: as if no layout were known
         front.have_layout = false;
-        front.slots = nullptr;
         front.nslots = 0;
       }
       facts = &front;
@@ -752,7 +760,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
     hashed[nhashed++] = w;
   };
   if (facts && (call.args != nullptr || call.packed != nullptr)) {
-    const std::span<const ParamSlot> layout(facts->slots, facts->nslots);
+    const std::span<const ParamSlot> layout(facts->slots(), facts->nslots);
     if (facts->have_layout) {
       scanned = true;
       const AllocationTable::Finder lookup = allocs_.finder();

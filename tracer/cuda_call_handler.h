@@ -142,8 +142,10 @@ class CudaCallHandler {
   bool kernel_signatures_ = true;
   // Per callback id of each domain: the call's row (null: not one the tracer records) and
   // its API name's string id (0 until first used), side by side.
-  struct CallEntry {
-    const CallSpec* spec = nullptr;
+  // The row is copied in: the callback reads one line for both.
+  struct alignas(64) CallEntry {
+    CallSpec row{};
+    const CallSpec* spec = nullptr;  // &row, or null
     std::atomic<uint32_t> api{0};
   };
   std::vector<CallEntry> runtime_calls_;

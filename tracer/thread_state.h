@@ -4,6 +4,7 @@
 // runtime API call (its driver calls are the same operation, counted once).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace streamrace::trace {
@@ -23,27 +24,31 @@ struct RuntimeScope {
   uint64_t stream = 0;  // launches: the stream as the runtime call named it, normalised
 };
 
-struct TracerThreadState {
-  int internal = 0;    // > 0: calls made by the tracer itself
-  int nccl_depth = 0;  // > 0: inside an NCCL entry point
-  uint64_t nccl_launch_correlation = 0;  // first kernel launch seen inside the NCCL call
-  int runtime_depth = 0;
-  RuntimeScope runtime;  // the outermost runtime call in progress
+// The fields a kernel launch reads come first, in the struct's first cache line: a line the
+// launch need not touch is one the program's work between two launches may have evicted.
+struct alignas(64) TracerThreadState {
+  int internal = 0;       // > 0: calls made by the tracer itself
+  int nccl_depth = 0;     // > 0: inside an NCCL entry point
+  int runtime_depth = 0;  // > 0: inside a runtime call (runtime, below, is the outermost)
+  // cuBLAS (tracer/cublas_interposer.cpp): the outermost call's byte ranges, attached to every
+  // kernel the thread launches until the call returns (blas_accesses below).
+  uint32_t blas_access_count = 0;
   uint64_t last_context = ~0ull;
   uint32_t last_device = 0;
   // Precise mode (tracer/precise/): set by the Sanitizer session's launch callback, which
   // runs inside the launch call, and read when the handler writes that launch's record.
   uint64_t precise_correlation = 0;     // the launch with this correlation was patched
   const char* launch_function = nullptr;  // the kernel's (mangled) name, as the launch callback gave it
-  // cuBLAS (tracer/cublas_interposer.cpp): the outermost call's byte ranges, attached to every
-  // kernel the thread launches until the call returns.
-  int blas_depth = 0;
-  const trace::CallAccessEntry* blas_accesses = nullptr;
-  uint32_t blas_access_count = 0;
   // The thread's kernel-launch scratch (tracer/cuda_call_handler.cpp), reached from here so
   // that a launch looks up one thread_local, not three: null until the thread's first launch.
   void* launch_scratch = nullptr;
+  // Second line.
+  uint64_t nccl_launch_correlation = 0;  // first kernel launch seen inside the NCCL call
+  RuntimeScope runtime;  // the outermost runtime call in progress
+  int blas_depth = 0;
+  const trace::CallAccessEntry* blas_accesses = nullptr;
 };
+static_assert(offsetof(TracerThreadState, nccl_launch_correlation) <= 64);
 
 TracerThreadState& thread_state();
 

@@ -132,12 +132,12 @@ class TraceRecorder {
   struct ThreadBuffer {
     // The chunk being appended to: replaced by its thread alone, under handoff_mu.
     std::unique_ptr<ThreadChunk> chunk;
+    uint32_t index = 0;  // (beside chunk: a record reads both)
+    pid_t tid = 0;
     std::mutex handoff_mu;
     std::vector<std::unique_ptr<ThreadChunk>> full;  // handed off since the last drain, oldest first
     size_t pending_full = 0;                         // their bytes not yet flushed
     std::unique_ptr<ThreadChunk> spare;              // given back by the flusher: the next chunk
-    uint32_t index = 0;
-    pid_t tid = 0;
     std::atomic<bool> dead{false};
   };
   // A range of a thread chunk to copy into the drained records (outside handoff_mu: bytes
@@ -183,16 +183,19 @@ class TraceRecorder {
   trace::ChunkBuilder definitions_locked(const std::vector<std::pair<uint32_t, std::string>>& strings,
                                          const std::vector<PendingStack>& stacks);
 
-  const uint64_t id_;
-  RecorderOptions opts_;
+  // What every record reads (and seq_, which it takes), in one cache line: a line a record
+  // need not touch is one the program's own work between two calls may have evicted.
+  alignas(64) const uint64_t id_;
+  std::atomic<uint64_t> seq_{0};
+  std::atomic<bool> started_{false};
+  std::atomic<bool> closed_{false};
+  std::atomic<bool> recording_hint_{true};
+  alignas(64) RecorderOptions opts_;
   StringTable strings_;
   StackTable stacks_;
-  std::atomic<uint64_t> seq_{0};
   std::atomic<uint32_t> next_thread_{0};
   std::atomic<uint64_t> dropped_{0};
-  std::atomic<bool> started_{false};
   std::atomic<bool> created_{false};
-  std::atomic<bool> closed_{false};
   std::atomic<bool> failed_{false};
 
   std::mutex registry_mu_;
@@ -232,7 +235,6 @@ class TraceRecorder {
   std::vector<CaptureBoundary> marks_;
   uint64_t next_step_ = 0;
   bool window_open_ = false;
-  std::atomic<bool> recording_hint_{true};
   std::optional<trace::TraceHeader> prepared_header_;
 };
 

@@ -55,6 +55,38 @@ TEST(AllocationTable, TwoTablesInOneThreadKeepTheirOwnAnswers) {
   EXPECT_EQ(b.find(0x9000'0010)->device, 2u);
 }
 
+// The cache is direct-mapped by 2 MiB granule (4096 slots): addresses 8 GiB apart share a
+// slot, and one allocation spans many granules. Each lookup still gets its own answer, kind
+// and device included, whichever address filled the slot before.
+TEST(AllocationTable, AddressesSharingACacheSlotGetTheirOwnAnswers) {
+  AllocationTable t;
+  constexpr uint64_t kApart = 4096ull << 21;
+  t.insert(LiveAllocation{0x7000'0000'0000, 0x1000, trace::AllocKind::kManaged, 1});
+  t.insert(LiveAllocation{0x7000'0000'0000 + kApart, 0x1000, trace::AllocKind::kHostPinned, 2});
+  t.insert(LiveAllocation{0x7100'0000'0000, 64ull << 21, trace::AllocKind::kDevice, 3});  // 64 granules
+  for (int pass = 0; pass < 3; ++pass) {
+    auto a = t.find(0x7000'0000'0010);
+    ASSERT_TRUE(a.has_value());
+    EXPECT_EQ(a->kind, trace::AllocKind::kManaged);
+    EXPECT_EQ(a->device, 1u);
+    auto b = t.find(0x7000'0000'0010 + kApart);
+    ASSERT_TRUE(b.has_value());
+    EXPECT_EQ(b->base, 0x7000'0000'0000 + kApart);
+    EXPECT_EQ(b->kind, trace::AllocKind::kHostPinned);
+    EXPECT_EQ(b->device, 2u);
+    EXPECT_FALSE(t.find(0x7000'0000'1000).has_value());          // past the first, same slot
+    EXPECT_FALSE(t.find(0x7000'0000'1000 + kApart).has_value());  // a hole cached, then the other
+    for (uint64_t g = 0; g < 64; ++g) {
+      auto c = t.find(0x7100'0000'0000 + (g << 21) + 8);
+      ASSERT_TRUE(c.has_value());
+      EXPECT_EQ(c->base, 0x7100'0000'0000u);
+      EXPECT_EQ(c->bytes, 64ull << 21);
+      EXPECT_EQ(c->device, 3u);
+    }
+    EXPECT_FALSE(t.find(0x7100'0000'0000 + (64ull << 21)).has_value());
+  }
+}
+
 TEST(AllocationTable, AnotherThreadsEraseReachesThisThreadsCache) {
   AllocationTable t;
   t.insert(dev(0x5000'0000, 0x1000));

@@ -262,6 +262,58 @@ TEST_F(HandlerTest, AFunctionsNameAndLayoutAreLookedUpOncePerThread) {
   for (const auto& k : ks) EXPECT_EQ(k.tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'0040}));
 }
 
+// The thread's facts are fronted by a direct-mapped table (1024 entries, layouts of up to 11
+// parameters inline, longer ones in the map behind it): functions that share an entry, or
+// that outnumber the per-thread limit (4096, then the facts are dropped and looked up again),
+// still get their own name and layout. Each function here puts its one pointer at a parameter
+// of its own (of 1 to 14), the others are words that point nowhere.
+TEST_F(HandlerTest, FunctionsSharingTheFactsFrontKeepTheirOwnLayoutsAndNames) {
+  const uint64_t base = malloc_device(0x7000'0000, 1 << 20);
+  constexpr uint64_t kFunctions = 5000;
+  auto params_of = [](uint64_t f) { return uint32_t(1 + f % 14); };
+  for (uint64_t f = 0; f < kFunctions; ++f) {
+    std::vector<ParamSlot> layout;
+    for (uint32_t i = 0; i < params_of(f); ++i) layout.push_back({i * 8, 8});
+    queries_.layouts[0x10000 + f * 16] = layout;
+  }
+  std::vector<std::string> names;
+  for (uint64_t f = 0; f < kFunctions; ++f) names.push_back("_Z" + std::to_string(std::to_string(f).size() + 1) + "k" +
+                                                        std::to_string(f) + "v");
+  auto launch = [&](uint64_t f, uint32_t corr) {
+    uint64_t words[14];
+    for (uint32_t i = 0; i < 14; ++i) words[i] = 0x1000 + i;  // below the table: no pointers
+    const uint32_t at = uint32_t(f * 7 % params_of(f));
+    words[at] = base + f * 64;
+    void* args[14];
+    for (uint32_t i = 0; i < 14; ++i) args[i] = &words[i];
+    cuLaunchKernel_params dp{as_ptr<CUfunc_st>(0x10000 + f * 16), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr};
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, corr, names[f].c_str());
+  };
+  // The first 3000 twice, interleaved (within the limit: each layout looked up once), then
+  // all 5000 (past it), then the first 10 again.
+  std::vector<uint64_t> order;
+  for (uint64_t f = 0; f < 3000; ++f) order.push_back(f);
+  for (uint64_t f = 0; f < 3000; ++f) order.push_back((f * 1031) % 3000);
+  EXPECT_EQ(queries_.layout_calls, 0);
+  for (size_t i = 0; i < order.size(); ++i) launch(order[i], uint32_t(100 + i));
+  EXPECT_EQ(queries_.layout_calls, 3000);
+  for (uint64_t f = 0; f < kFunctions; ++f) order.push_back(f);
+  for (uint64_t f = 0; f < 10; ++f) order.push_back(f);
+  for (size_t i = 6000; i < order.size(); ++i) launch(order[i], uint32_t(100 + i));
+  EXPECT_GT(queries_.layout_calls, int(kFunctions));  // the facts were dropped once and found again
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), order.size());
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const uint64_t f = order[i];
+    auto k = ks[i].as<trace::KernelLaunchHead>();
+    ASSERT_EQ(k.correlation, 100 + i);
+    ASSERT_EQ(t.str(k.name_id), "k" + std::to_string(f) + "()") << "launch " << i;
+    ASSERT_EQ(k.nptrs, 1u) << "launch " << i << " of function " << f;
+    ASSERT_EQ(ks[i].tail_words<trace::KernelLaunchHead>().front(), base + f * 64) << "launch " << i;
+  }
+}
+
 TEST_F(HandlerTest, PackedArgumentBufferIsScannedAtLayoutOffsets) {
   malloc_device(0x7000'0000, 4096);
   const uint64_t func = 0xBEEF;
