@@ -29,6 +29,7 @@
 #                   (read from tracer/cuda_call_table.cpp: every row but the runtime's kernel
 #                   launches; FLOOR_CBIDS overrides)
 #   floor_rtcbids   the same with the runtime's kernel launch ids too (what rtlaunch enables)
+#   baseline     `streamrace` with another libstreamrace.so (BASELINE_LIB): a same-run A/B
 #   baseline_selftime  `selftime` with another libstreamrace.so (BASELINE_LIB, e.g. the one of the
 #                   commit before a change): the tracer's own time of both, part by part, in one run
 #   confirmwin      the window `run --confirm` re-runs: precise mode on the kernels of one
@@ -59,7 +60,7 @@
 #   CUPTI_FLOOR_LIB  a prebuilt libcupti_floor.so (default: built now with g++ by
 #                bench/cupti_floor/build.sh, else gpu-carry/lib/libcupti_floor.so)
 #   FLOOR_CBIDS  a CUPTI_FLOOR_CBIDS list or @FILE for floor_cbids
-#   BASELINE_LIB the libstreamrace.so of baseline_selftime (the configuration is skipped without it)
+#   BASELINE_LIB the libstreamrace.so of baseline and baseline_selftime (skipped without it)
 #   CONFIRM_KERNELS  the --precise regex of confirmwin (default 'CUDAFunctor_add<c10::BFloat16>')
 #   DRY_RUN=1    no GPU: run the tiny CPU variants of the jobs (tests this script's plumbing)
 set -u
@@ -242,6 +243,8 @@ run_one() {  # job cfg round
         untraced)      timeout -k 10 "$t" "${cmd[@]}" ;;
         streamrace)    STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         selftime)      STREAMRACE_PYTHON_SITES=2 STREAMRACE_SELF_TIME=1 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        baseline)      STREAMRACE_LIB="$BASELINE_LIB" STREAMRACE_PYTHON_SITES=2 \
+                           timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         baseline_selftime) STREAMRACE_LIB="$BASELINE_LIB" STREAMRACE_PYTHON_SITES=2 STREAMRACE_SELF_TIME=1 \
                            timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         oldstacks)     STREAMRACE_PYTHON_SITES=0 STREAMRACE_NATIVE_UNWIND=dwarf timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
@@ -263,7 +266,7 @@ run_one() {  # job cfg round
     metric=$(grep -oE "^$(job_metric "$job") [0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
     [[ "$job" == *_ab ]] && info="$(grep -E '^ab_(on|off)_(us|ns) ' "$log" | tr '\n' ' ')$(grep -m1 -oE 'o[f]+_won [0-9/]+|off won [0-9]+' "$log" || true)"
     case $cfg in
-        streamrace|nostacks|noblocks|rtlaunch|oldstacks|selftime|baseline_selftime|confirmwin)
+        streamrace|nostacks|noblocks|rtlaunch|oldstacks|selftime|baseline|baseline_selftime|confirmwin)
             bytes=$(du -sb "$tdir" | cut -f1)
             files=$(find "$tdir" -name '*.srace' | wc -l)
             if [[ "$files" -eq 0 ]]; then
@@ -304,9 +307,9 @@ for c in $CONFIGS; do
     case $c in
         untraced) ;;
         streamrace|nostacks|noblocks|rtlaunch|oldstacks|selftime|confirmwin) (( HAVE_SR )) || continue ;;
-        baseline_selftime)
+        baseline|baseline_selftime)
             (( HAVE_SR )) || continue
-            [[ -n "${BASELINE_LIB:-}" && -f "${BASELINE_LIB:-}" ]] || { note "baseline_selftime skipped: BASELINE_LIB='${BASELINE_LIB:-}' is not a file"; continue; } ;;
+            [[ -n "${BASELINE_LIB:-}" && -f "${BASELINE_LIB:-}" ]] || { note "$c skipped: BASELINE_LIB='${BASELINE_LIB:-}' is not a file"; continue; } ;;
         floor_domains|floor_cbids|floor_rtcbids) (( HAVE_FLOOR )) || continue ;;
         *) note "unknown configuration '$c' ignored"; continue ;;
     esac
@@ -355,7 +358,7 @@ for line in open(raw):
     r["units"] = units
     r["trace_bytes_per_unit"] = r["trace_bytes"] / units if r["trace_bytes"] is not None else None
     rows.append(r)
-order = ["untraced", "streamrace", "rtlaunch", "selftime", "baseline_selftime", "oldstacks", "nostacks", "noblocks", "confirmwin", "floor_domains",
+order = ["untraced", "streamrace", "baseline", "rtlaunch", "selftime", "baseline_selftime", "oldstacks", "nostacks", "noblocks", "confirmwin", "floor_domains",
          "floor_cbids", "floor_rtcbids"]
 what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nostacks": "`streamrace run`, STREAMRACE_STACKS=none",
         "noblocks": "`streamrace run`, STREAMRACE_TORCH_ALLOCATOR=0",
@@ -363,6 +366,7 @@ what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nos
         "floor_rtcbids": "empty CUPTI subscriber, the tracer's cbid list with the runtime's launches",
         "confirmwin": "the --confirm window: `streamrace run --precise=CONFIRM_KERNELS`",
         "selftime": "`streamrace run`, STREAMRACE_SELF_TIME=1 (the default, its own time measured)",
+        "baseline": "`streamrace run` with BASELINE_LIB's tracer (an earlier build, same settings)",
         "baseline_selftime": "`streamrace run`, STREAMRACE_SELF_TIME=1, BASELINE_LIB's tracer",
         "oldstacks": "`streamrace run`, stacks as before the caches (PYTHON_SITES=0, NATIVE_UNWIND=dwarf)",
         "floor_domains": "empty CUPTI subscriber, runtime+driver domains", "floor_cbids": "empty CUPTI subscriber, the tracer's cbid list"}

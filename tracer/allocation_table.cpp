@@ -1,5 +1,6 @@
 // AllocationTable: see allocation_table.h.
 #include "tracer/allocation_table.h"
+#include "tracer/thread_state.h"
 
 #include <algorithm>
 #include <atomic>
@@ -49,6 +50,7 @@ struct FindCacheOwner {
   ~FindCacheOwner() {
     delete t_find_cache;
     t_find_cache = nullptr;
+    thread_state().allocation_cache = nullptr;  // a copy of t_find_cache (finder(void*&))
   }
 };
 __attribute__((noinline)) AllocationTable::ThreadCache& new_find_cache() {
@@ -95,6 +97,12 @@ void AllocationTable::erase_range(uint64_t base, uint64_t bytes) {
 std::optional<LiveAllocation> AllocationTable::find(uint64_t addr) const { return find_in(find_cache(), addr); }
 
 AllocationTable::Finder AllocationTable::finder() const { return Finder(*this, find_cache()); }
+
+AllocationTable::Finder AllocationTable::finder(void*& slot) const {
+  if (slot == nullptr) [[unlikely]]
+    slot = &find_cache();
+  return Finder(*this, *static_cast<ThreadCache*>(slot));
+}
 
 std::optional<LiveAllocation> AllocationTable::find_in(ThreadCache& cache, uint64_t addr) const {
   if (!maybe_contains(addr)) return std::nullopt;

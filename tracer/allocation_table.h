@@ -50,6 +50,9 @@ class AllocationTable {
     ThreadCache& cache_;
   };
   Finder finder() const;
+  // The same, with the cache's address kept by the caller (the thread state's
+  // allocation_cache: no thread_local to look up); `slot` is filled on first use.
+  Finder finder(void*& slot) const;
   // Cheap pre-filter: false when `addr` lies outside every allocation's address range.
   bool maybe_contains(uint64_t addr) const {
     const Bounds b = bounds();

@@ -646,9 +646,10 @@ constexpr uint64_t kPointerMark = 0x5A17'0000'0000'0000ull;
 }  // namespace
 
 void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
-  GilScope python_stack_matters;
+  TracerThreadState& ts = e.ts != nullptr ? *e.ts : thread_state();
+  GilScope python_stack_matters(ts);
   trace::KernelLaunchHead h{};
-  std::vector<uint64_t>& ptrs = launch_scratch(e.ts != nullptr ? *e.ts : thread_state()).ptrs;
+  std::vector<uint64_t>& ptrs = launch_scratch(ts).ptrs;
   {
     self_time::Scope timed(self_time::kScan);
     kernel_head(call, e, stream, device, h, ptrs);
@@ -763,7 +764,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
     const std::span<const ParamSlot> layout(facts->slots(), facts->nslots);
     if (facts->have_layout) {
       scanned = true;
-      const AllocationTable::Finder lookup = allocs_.finder();
+      const AllocationTable::Finder lookup = allocs_.finder(ts.allocation_cache);
       // A word can point into a live allocation only inside [lo, lo + span): one subtraction
       // and one comparison per word (span 0: the table is empty).
       const AllocationTable::Bounds bounds = allocs_.bounds();

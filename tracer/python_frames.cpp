@@ -150,7 +150,7 @@ bool PythonFrames::frames_readable(PyObj ts, bool& held) {
   // off, so where the running thread state can be read, that decides.
   held = unchecked_get_ != nullptr ? unchecked_get_() == ts : gil_check_() != 0;
   if (held) return true;
-  return t_may_take_gil && gil_ensure_ != nullptr && gil_release_ != nullptr &&
+  return thread_state().may_take_gil && gil_ensure_ != nullptr && gil_release_ != nullptr &&
          !(is_finalizing_ != nullptr && is_finalizing_());
 }
 

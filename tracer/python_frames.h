@@ -27,6 +27,7 @@
 
 #include "traceformat/records.h"
 #include "tracer/string_table.h"
+#include "tracer/thread_state.h"
 
 namespace streamrace::tracer {
 
@@ -35,12 +36,16 @@ namespace streamrace::tracer {
 // so without it those calls would have no Python frames; with it the tracer takes the GIL
 // back for the walk, as PyTorch's own allocator history does. Never set around allocation,
 // free, event or synchronisation calls, which PyTorch may make while holding its own locks.
-inline thread_local bool t_may_take_gil = false;
+// The flag is the thread state's (tracer/thread_state.h): a caller that has the thread state
+// passes it, and finding it costs nothing more.
 struct GilScope {
-  bool& flag = t_may_take_gil;  // its address taken once (each naming can cost a __tls_get_addr call)
-  bool saved = flag;
-  GilScope() { flag = true; }
+  bool& flag;
+  bool saved;
+  GilScope() : GilScope(thread_state()) {}
+  explicit GilScope(TracerThreadState& ts) : flag(ts.may_take_gil), saved(ts.may_take_gil) { flag = true; }
   ~GilScope() { flag = saved; }
+  GilScope(const GilScope&) = delete;
+  GilScope& operator=(const GilScope&) = delete;
 };
 
 class PythonFrames {

@@ -64,8 +64,9 @@ const char* const kNames[kParts] = {"cupti", "nccl", "allocator", "python", "nat
 
 }  // namespace
 
-bool enabled() {
+bool detail::read_enabled_once() {
   static const bool on = read_enabled();
+  g_enabled.store(on ? 2 : 1, std::memory_order_relaxed);
   return on;
 }
 

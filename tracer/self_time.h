@@ -29,8 +29,17 @@ namespace streamrace::tracer::self_time {
 
 enum Part : int { kCupti, kNccl, kAllocator, kPython, kNative, kScan, kRecord, kFacts, kLookup, kHash, kParts };
 
+namespace detail {
+// 0: not read yet, 1: off, 2: on. A plain load on the hot path (a function-local static's
+// guard and a call cost more, on every scope of every call).
+inline std::atomic<int8_t> g_enabled{0};
+bool read_enabled_once();
+}  // namespace detail
 // Read once from the `self_time` setting.
-bool enabled();
+inline bool enabled() {
+  const int8_t v = detail::g_enabled.load(std::memory_order_relaxed);
+  return v != 0 ? v == 2 : detail::read_enabled_once();
+}
 // The time-stamp counter (or the monotonic clock in nanoseconds where there is none).
 uint64_t now_ticks();
 // Adds one timed call of `part` to the calling thread's counters.

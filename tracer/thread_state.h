@@ -35,20 +35,24 @@ struct alignas(64) TracerThreadState {
   uint32_t blas_access_count = 0;
   uint64_t last_context = ~0ull;
   uint32_t last_device = 0;
+  // Set (through GilScope, tracer/python_frames.h) around the calls whose Python stack matters.
+  bool may_take_gil = false;
   // Precise mode (tracer/precise/): set by the Sanitizer session's launch callback, which
   // runs inside the launch call, and read when the handler writes that launch's record.
   uint64_t precise_correlation = 0;     // the launch with this correlation was patched
   const char* launch_function = nullptr;  // the kernel's (mangled) name, as the launch callback gave it
-  // The thread's kernel-launch scratch (tracer/cuda_call_handler.cpp), reached from here so
-  // that a launch looks up one thread_local, not three: null until the thread's first launch.
+  // The thread's kernel-launch scratch (tracer/cuda_call_handler.cpp) and allocation lookup
+  // cache (tracer/allocation_table.cpp), reached from here so that a launch looks up one
+  // thread_local, not four: null until first used.
   void* launch_scratch = nullptr;
+  void* allocation_cache = nullptr;
   // Second line.
   uint64_t nccl_launch_correlation = 0;  // first kernel launch seen inside the NCCL call
   RuntimeScope runtime;  // the outermost runtime call in progress
   int blas_depth = 0;
   const trace::CallAccessEntry* blas_accesses = nullptr;
 };
-static_assert(offsetof(TracerThreadState, nccl_launch_correlation) <= 64);
+static_assert(offsetof(TracerThreadState, nccl_launch_correlation) <= 64);  // the launch's fields: one line
 
 TracerThreadState& thread_state();
 
