@@ -8,6 +8,8 @@
 #   fsdp2   (not run unless JOBS names it) GPT-2 124M under FSDP2: median step ms
 #   native  (not run unless JOBS names it) samples/cuda/launch_bench.cu, a C++ loop of empty
 #           kernel launches (built here with nvcc): ns per launch, native stacks
+#   zero2_ab     (not run unless JOBS names it) ZeRO-2 with step blocks paused and on inside one
+#                process (gpt2_zero2.py --ab AB_STEP_PAIRS, default 10 pairs of 3 steps)
 #   launch_ab, native_ab  (not run unless JOBS names them) the launch loop and the native loop
 #           measured inside one traced process: AB_PAIRS pairs of blocks with the CUDA
 #           callbacks on and off (streamrace_bench_pause), the median of the pairs'
@@ -207,12 +209,13 @@ job_cmd() {  # job -> the command words, one a line
         zero2)  printf '%s\n' "$PYTHON" samples/realistic/gpt2_zero2.py --steps "$STEPS" --warmup "$WARMUP" "${tiny[@]}" ;;
         fsdp2)  printf '%s\n' "$PYTHON" samples/realistic/gpt2_fsdp2.py --steps "$STEPS" --warmup "$WARMUP" "${tiny[@]}" ;;
         launch) printf '%s\n' "$PYTHON" samples/realistic/launch_loop.py --ops "$OPS" --repeats "$REPEATS" "${dev[@]}" ;;
+        zero2_ab) printf '%s\n' "$PYTHON" samples/realistic/gpt2_zero2.py --warmup "$WARMUP" --ab "${AB_STEP_PAIRS:-10}" "${tiny[@]}" ;;
         launch_ab) printf '%s\n' "$PYTHON" samples/realistic/launch_loop.py --ops "${AB_OPS:-5000}" --ab "${AB_PAIRS:-30}" "${dev[@]}" ;;
         native_ab) printf '%s\n' "$W/bin/launch_bench" "${AB_LAUNCHES:-20000}" ab "${AB_PAIRS:-30}" ;;
     esac
 }
 job_metric() {
-    case $1 in launch) echo us_per_op ;; native) echo launch_ns_per_call ;; launch_ab) echo ab_added_us ;;
+    case $1 in launch) echo us_per_op ;; native) echo launch_ns_per_call ;; launch_ab) echo ab_added_us ;; zero2_ab) echo ab_added_ms ;;
                native_ab) echo ab_added_ns ;; *) echo median_step_ms ;; esac
 }
 job_units() {  # what the trace size is divided by: steps or ops the process ran
@@ -264,7 +267,7 @@ run_one() {  # job cfg round
     local wall metric bytes="" files="" info="" status=ok
     wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
     metric=$(grep -oE "^$(job_metric "$job") [0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
-    [[ "$job" == *_ab ]] && info="$(grep -E '^ab_(on|off)_(us|ns) ' "$log" | tr '\n' ' ')$(grep -m1 -oE 'o[f]+_won [0-9/]+|off won [0-9]+' "$log" || true)"
+    [[ "$job" == *_ab ]] && info="$(grep -E '^ab_(on|off)_(us|ns|ms) |^ab_added_pct ' "$log" | tr '\n' ' ')$(grep -m1 -oE 'o[f]+_won [0-9/]+|off won [0-9]+' "$log" || true)"
     case $cfg in
         streamrace|nostacks|noblocks|rtlaunch|oldstacks|selftime|baseline|baseline_selftime|confirmwin)
             bytes=$(du -sb "$tdir" | cut -f1)
@@ -318,7 +321,7 @@ done
 jobs_run=()
 for j in $JOBS; do
     case $j in
-        zero2) (( HAVE_DS )) || continue ;;
+        zero2|zero2_ab) (( HAVE_DS )) || continue ;;
         fsdp2|launch|launch_ab) ;;
         native|native_ab)
             [[ "$DRY_RUN" == 1 ]] && { note "$j: no GPU in a dry run, skipped"; continue; }
@@ -400,12 +403,14 @@ md += ["    " + l.rstrip() for l in open(machine)]
 md.append("")
 for job in jobs:
     unit = {"launch": "µs/op", "native": "ns/launch", "launch_ab": "µs/op added (in-process pairs)",
+            "zero2_ab": "ms/step added (in-process pairs)",
             "native_ab": "ns/launch added (in-process pairs)"}.get(job, "ms/step")
     per = "B/op" if job == "launch" else "B/launch" if job == "native" else "B/step"
     title = {"zero2": "GPT-2 124M, DeepSpeed ZeRO-2 (one rank)", "fsdp2": "GPT-2 124M, FSDP2 (one rank)",
              "launch": "launch-bound loop (x.add_(1))",
              "native": "native launch loop (samples/cuda/launch_bench.cu, empty kernels)",
              "launch_ab": "launch-bound loop, callbacks on/off inside one process (launch_loop.py --ab)",
+             "zero2_ab": "GPT-2 124M ZeRO-2, tracer paused/on by blocks of steps inside one process (gpt2_zero2.py --ab)",
              "native_ab": "native launch loop, callbacks on/off inside one process (launch_bench ab)"}.get(job, job)
     md += [f"## {title}", "", f"| configuration | median {unit} | spread (min–max) | vs untraced | added {unit} | trace {per} | runs ok |",
            "| --- | --- | --- | --- | --- | --- | --- |"]

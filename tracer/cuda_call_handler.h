@@ -69,6 +69,7 @@ class CudaCallHandler {
   // Asked to attach after each device allocation the tracer records (PyTorch's allocator
   // gets its first segment inside its own malloc: see torch_allocator_hook.h).
   void set_torch_allocator_hook(TorchAllocatorHook* hook) { torch_hook_ = hook; }
+  TorchAllocatorHook* torch_allocator_hook() const { return torch_hook_; }
   // Built-in kernel signatures bound the words scanned in the parameters they describe
   // (tracer/kernel_signatures.h); on by default (setting kernel_signatures).
   void set_kernel_signatures(bool on) { kernel_signatures_ = on; }

@@ -230,7 +230,7 @@ uint32_t TorchAllocatorHook::api_id(TraceRecorder& rec, int action) {
 }
 
 void TorchAllocatorHook::on_entry(int action, int device, uint64_t addr, uint64_t size, uint64_t stream) {
-  if (state_.load(std::memory_order_relaxed) != kAttached) return;
+  if (state_.load(std::memory_order_relaxed) != kAttached || paused_.load(std::memory_order_relaxed)) return;
   try {
     if (action < 0 || action > 8) return;
     if (action == 7 || action == 8) return;  // SNAPSHOT, OOM: nothing about blocks

@@ -51,6 +51,9 @@ class TorchAllocatorHook {
   // One trace entry as the allocator reported it (raw TraceEntry::Action values).
   void on_entry(int action, int device, uint64_t addr, uint64_t size, uint64_t stream);
   bool attached() const { return state_.load(std::memory_order_relaxed) == kAttached; }
+  // streamrace_bench_pause (tracer/injection.cpp): events while paused are not recorded, as
+  // the CUDA calls made then are not.
+  void set_paused(bool paused) { paused_.store(paused, std::memory_order_relaxed); }
   // torch_allocator=0 (STREAMRACE_TORCH_ALLOCATOR=0, or in STREAMRACE_OPTIONS) turns the hook off.
   static bool enabled_by_env();
 
@@ -62,6 +65,7 @@ class TorchAllocatorHook {
   CudaCallHandler& handler_;
   std::atomic<int> state_{kWaiting};
   std::atomic<int> validated_{0};    // 1: an event matched a traced allocation
+  std::atomic<bool> paused_{false};
   // The interned name of each action's record, for the recorder whose uid is api_uid_ (an
   // event per tensor: interning the name each time took a lock and a string per event).
   uint32_t api_id(TraceRecorder& rec, int action);

@@ -405,10 +405,14 @@ int TracerProcess::bench_pause(bool paused) {
     cupti_paused_once_ = true;
     recorder().add_notice(trace::NoticeLevel::kWarning,
                           "the program paused the tracer's CUDA callbacks (streamrace_bench_pause, for an overhead "
-                          "benchmark): CUDA calls made while paused are not in this trace, so its findings may be "
+                          "benchmark): CUDA calls and PyTorch allocator events made while paused are not in this trace, so its findings may be "
                           "wrong or missing");
   }
-  return cupti_.set_paused(paused) ? 0 : -1;
+  if (!cupti_.set_paused(paused)) return -1;
+  // PyTorch's allocator events too: a paused block measures the program without the tracer.
+  if (CudaCallHandler* h = handler_.load())
+    if (TorchAllocatorHook* hook = h->torch_allocator_hook()) hook->set_paused(paused);
+  return 0;
 }
 
 void TracerProcess::at_exit() {

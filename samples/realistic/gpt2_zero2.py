@@ -8,6 +8,13 @@ ZeRO-2 with overlap_comm and contiguous_gradients: gradients are copied into red
 the compute stream and reduced on DeepSpeed's reduction stream, the schedule streamrace checks.
 bf16 weights/activations, fp32 master weights, torch.optim.AdamW (no DeepSpeed op is built).
 Prints `median_step_ms X` (wall time per step between synchronisations, after --warmup steps).
+
+    python3 samples/realistic/gpt2_zero2.py --ab 10      # under `streamrace run` or bench/cupti_floor
+
+--ab PAIRS (instead of --steps): after the warm-up, PAIRS pairs of blocks of --ab-block steps
+with the tracer paused and on (streamrace_bench_pause: its CUDA callbacks and PyTorch allocator
+events), the order swapped every pair, so the machine's drift between processes cancels out.
+Prints `ab_on_ms`, `ab_off_ms`, `ab_added_ms` and `ab_added_pct` (realistic_common.ab_steps).
 """
 import argparse
 import os
@@ -24,10 +31,15 @@ def parse_args(argv=None):
     p.add_argument("--no-overlap", action="store_true", help="overlap_comm false (default true)")
     p.add_argument("--device", choices=["auto", "cuda", "cpu"], default="auto",
                    help="cpu: a smoke test with DS_ACCELERATOR=cpu and gloo")
+    p.add_argument("--ab", type=int, default=0, metavar="PAIRS",
+                   help="in-process on/off pairs of step blocks (needs streamrace_bench_pause)")
+    p.add_argument("--ab-block", type=int, default=3, help="steps per --ab block (default 3)")
     p.add_argument("--local_rank", "--local-rank", type=int, default=None, help=argparse.SUPPRESS)  # deepspeed launcher
     a = p.parse_args(argv)
     if a.steps < 1 or a.warmup < 0:
         p.error("--steps >= 1 and --warmup >= 0")
+    if a.ab < 0 or a.ab_block < 1:
+        p.error("--ab >= 0 and --ab-block >= 1")
     return a
 
 
@@ -80,12 +92,26 @@ def main(argv=None) -> int:
               f"overlap_comm {not a.no_overlap}", flush=True)
     timer = rc.StepTimer(device, a.warmup)
     loss = None
-    for i in range(a.warmup + a.steps):
-        x = batches[i % len(batches)]
-        timer.start()
+    done = 0
+
+    def step():
+        nonlocal loss, done
+        x = batches[done % len(batches)]
         loss = engine(input_ids=x, labels=x).loss
         engine.backward(loss)
         engine.step()
+        done += 1
+
+    if a.ab:
+        for _ in range(a.warmup):
+            step()
+        rc_ab = rc.ab_steps(step, device, a.ab, a.ab_block, "gpt2_zero2")
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
+        return rc_ab
+    for _ in range(a.warmup + a.steps):
+        timer.start()
+        step()
         timer.stop()
     if rank == 0:
         print(f"final_loss {loss.float().item():.4f}", flush=True)

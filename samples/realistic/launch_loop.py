@@ -61,19 +61,7 @@ def main(argv=None) -> int:
     return 0
 
 
-def find_pause():
-    """streamrace_bench_pause of the tracer (preloaded: global) or of the injection library."""
-    for path in (None, os.environ.get("CUDA_INJECTION64_PATH")):
-        if path is None and "LD_PRELOAD" not in os.environ:
-            continue
-        try:
-            fn = getattr(ctypes.CDLL(path), "streamrace_bench_pause")
-        except (OSError, AttributeError, TypeError):
-            continue
-        fn.argtypes = [ctypes.c_int]
-        fn.restype = ctypes.c_int
-        return fn
-    return None
+find_pause = rc.find_pause
 
 
 def ab_pairs(torch, x, device, ops, pairs) -> int:

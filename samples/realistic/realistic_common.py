@@ -3,9 +3,11 @@
 Imported by gpt2_zero2.py, gpt2_fsdp2.py and launch_loop.py (same folder, so it is on
 sys.path[0] whichever way they are started: python3, torchrun or deepspeed).
 """
+import ctypes
 import os
 import socket
 import statistics
+import sys
 import time
 
 # No network on the GPU machine: transformers / huggingface_hub must never try to reach a hub.
@@ -53,6 +55,65 @@ def sync(device) -> None:
 
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def find_pause():
+    """streamrace_bench_pause of the tracer (preloaded: global) or of the injection library."""
+    for path in (None, os.environ.get("CUDA_INJECTION64_PATH")):
+        if path is None and "LD_PRELOAD" not in os.environ:
+            continue
+        try:
+            fn = getattr(ctypes.CDLL(path), "streamrace_bench_pause")
+        except (OSError, AttributeError, TypeError):
+            continue
+        fn.argtypes = [ctypes.c_int]
+        fn.restype = ctypes.c_int
+        return fn
+    return None
+
+
+def ab_steps(step, device, pairs: int, block: int, name: str) -> int:
+    """--ab: after the warm-up, `pairs` pairs of blocks of `block` steps with the tracer paused
+    and on (streamrace_bench_pause), the order swapped every pair; a block counts as the median
+    of its steps. Prints ab_on_ms, ab_off_ms (medians over blocks), ab_added_ms and ab_added_pct
+    (the median of the pairs' differences, and of their ratios less one). 2 without the pause."""
+    pause = find_pause()
+    if pause is None:
+        print(f"{name}: --ab needs streamrace_bench_pause (run under `streamrace run` or bench/cupti_floor)",
+              file=sys.stderr)
+        return 2
+
+    def run_block(paused: bool) -> float:
+        if pause(1 if paused else 0) != 0:
+            raise RuntimeError("streamrace_bench_pause failed: the tracer is not tracing CUDA calls here")
+        times = []
+        for _ in range(block):
+            sync(device)
+            t0 = time.perf_counter()
+            step()
+            sync(device)
+            times.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(times)
+
+    on, off = [], []
+    for i in range(pairs):
+        if i % 2 == 0:
+            on.append(run_block(False))
+            off.append(run_block(True))
+        else:
+            off.append(run_block(True))
+            on.append(run_block(False))
+    pause(0)
+    diffs = [a - b for a, b in zip(on, off)]
+    ratios = [a / b - 1 for a, b in zip(on, off)]
+    won = sum(1 for d in diffs if d > 0)
+    print(f"{name}: pairs {pairs} block {block} off_won {won}/{pairs} added_min_ms {min(diffs):.3f} "
+          f"added_max_ms {max(diffs):.3f}", flush=True)
+    print(f"ab_on_ms {statistics.median(on):.3f}", flush=True)
+    print(f"ab_off_ms {statistics.median(off):.3f}", flush=True)
+    print(f"ab_added_ms {statistics.median(diffs):.3f}", flush=True)
+    print(f"ab_added_pct {100 * statistics.median(ratios):.2f}", flush=True)
+    return 0
 
 
 class StepTimer:

@@ -158,6 +158,25 @@ TEST_F(TorchHookTest, AttachesAtTheFirstSegmentAndRecordsEveryBlockEvent) {
   EXPECT_EQ(n[0], "PyTorch 2.11.0+cu130 caching allocator observed: kernel argument extents end at the tensor's block");
 }
 
+// streamrace_bench_pause pauses the hook with the CUDA callbacks: events while paused are
+// not recorded, the ones after are.
+TEST_F(TorchHookTest, EventsWhilePausedAreNotRecorded) {
+  malloc_device(0x7000'0000, 2 << 20);
+  ASSERT_TRUE(hook_->attached());
+  torch().emit(0, 0, 0x7000'0000, 4000, nullptr);
+  hook_->set_paused(true);
+  torch().emit(0, 0, 0x7000'1000, 512, nullptr);
+  torch().emit(1, 0, 0x7000'0000, 4000, nullptr);
+  hook_->set_paused(false);
+  torch().emit(1, 0, 0x7000'1000, 512, nullptr);
+  auto blocks = finish().of(RecordKind::kAllocatorBlock);
+  ASSERT_EQ(blocks.size(), 2u);
+  EXPECT_EQ(blocks[0].as<trace::AllocatorBlock>().action, BlockAction::kAlloc);
+  EXPECT_EQ(blocks[0].as<trace::AllocatorBlock>().addr, 0x7000'0000u);
+  EXPECT_EQ(blocks[1].as<trace::AllocatorBlock>().action, BlockAction::kFreeRequested);
+  EXPECT_EQ(blocks[1].as<trace::AllocatorBlock>().addr, 0x7000'1000u);
+}
+
 TEST_F(TorchHookTest, WaitsUntilTheAllocatorIsSetUp) {
   torch().reset(0, 0, "native");  // libc10_cuda.so loaded, allocator not created yet
   malloc_device(0x7000'0000, 1 << 20);
