@@ -149,7 +149,7 @@ N_CBIDS=$(grep -c . "$CBID_FILE" || true)
 
 # ---- DeepSpeed (zero2 only)
 HAVE_DS=1
-if [[ " $JOBS " == *" zero2 "* ]]; then
+if [[ " $JOBS " == *" zero2 "* || " $JOBS " == *" zero2_ab "* ]]; then
     if [[ "${SKIP_DS_SETUP:-0}" != 1 ]]; then
         if envline=$(PYTHON="$PYTHON" bash samples/realistic/setup_env.sh --print-env 2> "$W/logs/setup_env.log" | tail -n1) &&
            [[ "$envline" == "export PYTHONPATH="* ]]; then
