@@ -83,14 +83,7 @@ def ab_pairs(torch, x, device, ops, pairs) -> int:
 
     block(False)
     block(True)  # warm-up of both states
-    on, off = [], []
-    for i in range(pairs):
-        if i % 2 == 0:
-            on.append(block(False))
-            off.append(block(True))
-        else:
-            off.append(block(True))
-            on.append(block(False))
+    on, off = rc.alternate(block, pairs)
     pause(0)
     diffs = [a - b for a, b in zip(on, off)]
     won = sum(1 for d in diffs if d > 0)

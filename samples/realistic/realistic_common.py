@@ -72,6 +72,20 @@ def find_pause():
     return None
 
 
+def alternate(run_block, pairs: int):
+    """`pairs` pairs of run_block(paused=False) and run_block(paused=True), the order swapped
+    every pair (so that a drift within the process favours neither); returns (on, off)."""
+    on, off = [], []
+    for i in range(pairs):
+        if i % 2 == 0:
+            on.append(run_block(False))
+            off.append(run_block(True))
+        else:
+            off.append(run_block(True))
+            on.append(run_block(False))
+    return on, off
+
+
 def ab_steps(step, device, pairs: int, block: int, name: str) -> int:
     """--ab: after the warm-up, `pairs` pairs of blocks of `block` steps with the tracer paused
     and on (streamrace_bench_pause), the order swapped every pair; a block counts as the median
@@ -95,14 +109,7 @@ def ab_steps(step, device, pairs: int, block: int, name: str) -> int:
             times.append((time.perf_counter() - t0) * 1e3)
         return statistics.median(times)
 
-    on, off = [], []
-    for i in range(pairs):
-        if i % 2 == 0:
-            on.append(run_block(False))
-            off.append(run_block(True))
-        else:
-            off.append(run_block(True))
-            on.append(run_block(False))
+    on, off = alternate(run_block, pairs)
     pause(0)
     diffs = [a - b for a, b in zip(on, off)]
     ratios = [a / b - 1 for a, b in zip(on, off)]
