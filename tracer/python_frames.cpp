@@ -8,8 +8,7 @@
 #include <cstring>
 #include <string>
 
-#define XXH_INLINE_ALL  // header-only, as in tracer/args_hash.h
-#include <xxhash.h>
+#include "tracer/wide_words.h"
 
 namespace streamrace::tracer {
 
@@ -136,8 +135,17 @@ bool PythonFrames::raw_walk_as(PyObj ts, SiteKey& key, const void** codes, size_
   }
   // A chain cut at `max` differs from a longer one that shares its first `max` frames only in
   // what was not walked: the same key, as before (both are cut at the same frame count).
-  const XXH128_hash_t h = XXH3_128bits(words, n * 2 * sizeof(uint64_t));
-  key = SiteKey{h.low64, h.high64};
+  // The key: XXH3-64 of every word (its AVX2 build where the CPU has it: 30 frames are 480
+  // bytes, and the 128-bit hash's SSE2 loop cost more than the walk), beside the frame count and the
+  // innermost frame's words, mixed. Two stacks share a key only if the 64-bit hashes collide
+  // and the innermost frame and depth agree; a sample of cache hits is checked against the
+  // C API's walk all the same (stack_capture.cpp).
+  const size_t bytes = n * 2 * sizeof(uint64_t);
+  const uint64_t a = wide::xxh3_64(words, bytes);
+  uint64_t inner[2] = {0, 0};
+  if (n != 0) std::memcpy(inner, words, sizeof inner);
+  const uint64_t b = (uint64_t(n) << 48) ^ (inner[0] * 0x9E3779B97F4A7C15ull) ^ (inner[1] * 0xC2B2AE3D27D4EB4Full);
+  key = SiteKey{a, b};
   return true;
 }
 
