@@ -219,7 +219,10 @@ job_metric() {
                native_ab) echo ab_added_ns ;; *) echo median_step_ms ;; esac
 }
 job_units() {  # what the trace size is divided by: steps or ops the process ran
-    case $1 in launch) echo $((OPS * (REPEATS + 1))) ;; native) echo $((${NATIVE_OPS:-100000} + 1000)) ;; *) echo $((STEPS + WARMUP)) ;; esac
+    case $1 in launch) echo $((OPS * (REPEATS + 1))) ;; native) echo $((${NATIVE_OPS:-100000} + 1000)) ;;
+        zero2_ab) echo $((WARMUP + 2 * ${AB_STEP_PAIRS:-10} * 3)) ;;  # paused steps included (they add no records)
+        launch_ab) echo $((${AB_OPS:-5000} * (2 * ${AB_PAIRS:-30} + 2))) ;;
+        *) echo $((STEPS + WARMUP)) ;; esac
 }
 first_guess() { case $1 in launch|native|*_ab) echo 30 ;; *) echo 90 ;; esac; }  # seconds, before a run was seen
 

@@ -621,19 +621,28 @@ struct LaunchScratch {
 };
 // Frees the thread's scratch when the thread exits (and forgets it: a launch during the rest
 // of the exit gets a new one, leaked, not a crash).
+thread_local bool t_scratch_gone = false;  // trivially destructible: readable for the rest of the exit
 struct LaunchScratchOwner {
   LaunchScratch* scratch = nullptr;
   ~LaunchScratchOwner() {
     delete scratch;
+    scratch = nullptr;
+    t_scratch_gone = true;
     thread_state().launch_scratch = nullptr;
   }
 };
+// The thread's scratch, made on first use; the thread state forgot it (a test resets the state)
+// but the owner has it: the same one again.
 __attribute__((noinline)) LaunchScratch& new_launch_scratch(TracerThreadState& ts) {
+  if (t_scratch_gone) {  // during the thread's exit, after the owner: leaked, not a crash
+    auto* s = new LaunchScratch;
+    ts.launch_scratch = s;
+    return *s;
+  }
   thread_local LaunchScratchOwner owner;
-  auto* s = new LaunchScratch;
-  if (owner.scratch == nullptr) owner.scratch = s;  // (a second one, during the exit: leaked)
-  ts.launch_scratch = s;
-  return *s;
+  if (owner.scratch == nullptr) owner.scratch = new LaunchScratch;
+  ts.launch_scratch = owner.scratch;
+  return *owner.scratch;
 }
 LaunchScratch& launch_scratch(TracerThreadState& ts) {
   void* s = ts.launch_scratch;

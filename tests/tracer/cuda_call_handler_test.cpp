@@ -314,6 +314,41 @@ TEST_F(HandlerTest, FunctionsSharingTheFactsFrontKeepTheirOwnLayoutsAndNames) {
   }
 }
 
+// A new recorder (a forked child's, set_recorder) has its own string ids: a function whose
+// facts the thread has cached gets its name interned again there, and its layout looked up
+// again, though its front entry is filled.
+TEST_F(HandlerTest, ANewRecorderGetsItsOwnNamesForCachedFunctions) {
+  malloc_device(0x7000'0000, 4096);
+  const uint64_t func = 0xF00F;
+  queries_.layouts[func] = {{0, 8}};
+  uint64_t p = 0x7000'0080;
+  void* args[] = {&p};
+  cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr};
+  driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 50, "_Z4fillPf");
+  auto first = finish();
+  ASSERT_EQ(first.of(RecordKind::kKernelLaunch).size(), 1u);
+  RecorderOptions o;
+  o.path = (dir_ / "child.srace").string();
+  o.background_flusher = false;
+  // Strings interned first in the new recorder, so that the old ids would name other strings.
+  auto child = std::make_unique<TraceRecorder>(o);
+  child->strings().intern("first string of the child");
+  child->strings().intern("second string of the child");
+  handler_->set_recorder(*child);
+  driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 51, "_Z4fillPf");
+  child->close();
+  auto t = read_trace(o.path);
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 1u);
+  auto k = ks[0].as<trace::KernelLaunchHead>();
+  EXPECT_EQ(k.correlation, 51u);
+  EXPECT_EQ(t.str(k.name_id), "fill(float*)");
+  EXPECT_EQ(t.str(k.call.api_id), "cuLaunchKernel");
+  EXPECT_EQ(ks[0].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'0080}));
+  EXPECT_EQ(queries_.layout_calls, 2);
+  handler_->set_recorder(*rec_);  // before `child` goes
+}
+
 TEST_F(HandlerTest, PackedArgumentBufferIsScannedAtLayoutOffsets) {
   malloc_device(0x7000'0000, 4096);
   const uint64_t func = 0xBEEF;
