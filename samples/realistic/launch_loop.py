@@ -15,8 +15,6 @@ and by bench/cupti_floor's empty subscriber), alternating, the order swapped eve
 machine's drift between processes (±15 %) cancels out. Prints `ab_on_us`, `ab_off_us` (medians
 per op), `ab_added_us` (the median of the pairs' differences) and how many pairs the off block won.
 """
-import ctypes
-import os
 import argparse
 import statistics
 import sys
@@ -85,13 +83,7 @@ def ab_pairs(torch, x, device, ops, pairs) -> int:
     block(True)  # warm-up of both states
     on, off = rc.alternate(block, pairs)
     pause(0)
-    diffs = [a - b for a, b in zip(on, off)]
-    won = sum(1 for d in diffs if d > 0)
-    print(f"launch_loop: torch {torch.__version__} device {device} ops {ops} pairs {pairs} "
-          f"off_won {won}/{pairs} added_min_us {min(diffs):.3f} added_max_us {max(diffs):.3f}", flush=True)
-    print(f"ab_on_us {statistics.median(on):.3f}", flush=True)
-    print(f"ab_off_us {statistics.median(off):.3f}", flush=True)
-    print(f"ab_added_us {statistics.median(diffs):.3f}", flush=True)
+    rc.report_pairs(f"launch_loop: torch {torch.__version__} device {device} ops {ops} pairs {pairs} ", on, off, "us")
     return 0
 
 

@@ -86,6 +86,22 @@ def alternate(run_block, pairs: int):
     return on, off
 
 
+def report_pairs(head: str, on, off, unit: str, pct: bool = False) -> None:
+    """The A/B lines both --ab modes print: `head` then how many pairs the paused block won and
+    the smallest and largest difference, then ab_on_UNIT, ab_off_UNIT (medians over blocks) and
+    ab_added_UNIT (the median of the pairs' differences); with `pct`, ab_added_pct (the median
+    of the pairs' ratios less one)."""
+    diffs = [a - b for a, b in zip(on, off)]
+    won = sum(1 for d in diffs if d > 0)
+    print(f"{head}off_won {won}/{len(diffs)} added_min_{unit} {min(diffs):.3f} added_max_{unit} {max(diffs):.3f}",
+          flush=True)
+    print(f"ab_on_{unit} {statistics.median(on):.3f}", flush=True)
+    print(f"ab_off_{unit} {statistics.median(off):.3f}", flush=True)
+    print(f"ab_added_{unit} {statistics.median(diffs):.3f}", flush=True)
+    if pct:
+        print(f"ab_added_pct {100 * statistics.median([a / b - 1 for a, b in zip(on, off)]):.2f}", flush=True)
+
+
 def ab_steps(step, device, pairs: int, block: int, name: str) -> int:
     """--ab: after the warm-up, `pairs` pairs of blocks of `block` steps with the tracer paused
     and on (streamrace_bench_pause), the order swapped every pair; a block counts as the median
@@ -111,15 +127,7 @@ def ab_steps(step, device, pairs: int, block: int, name: str) -> int:
 
     on, off = alternate(run_block, pairs)
     pause(0)
-    diffs = [a - b for a, b in zip(on, off)]
-    ratios = [a / b - 1 for a, b in zip(on, off)]
-    won = sum(1 for d in diffs if d > 0)
-    print(f"{name}: pairs {pairs} block {block} off_won {won}/{pairs} added_min_ms {min(diffs):.3f} "
-          f"added_max_ms {max(diffs):.3f}", flush=True)
-    print(f"ab_on_ms {statistics.median(on):.3f}", flush=True)
-    print(f"ab_off_ms {statistics.median(off):.3f}", flush=True)
-    print(f"ab_added_ms {statistics.median(diffs):.3f}", flush=True)
-    print(f"ab_added_pct {100 * statistics.median(ratios):.2f}", flush=True)
+    report_pairs(f"{name}: pairs {pairs} block {block} ", on, off, "ms", pct=True)
     return 0
 
 
