@@ -663,7 +663,7 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
     self_time::Scope timed(self_time::kScan);
     kernel_head(call, e, stream, device, h, ptrs);
   }
-  const uint32_t stack = capture_stack();
+  const uint32_t stack = capture_stack(ts);
   self_time::Scope timed(self_time::kRecord);
   rec_->add_call(h, e.api, stack, ptrs);
 }

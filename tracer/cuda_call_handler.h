@@ -86,6 +86,7 @@ class CudaCallHandler {
   CudaQueries& queries() { return queries_; }
   // Between capture windows no stack is taken: the calls are not written.
   uint32_t capture_stack() { return stacks_ && rec_->recording_hint() ? stacks_->capture() : 0; }
+  uint32_t capture_stack(TracerThreadState& ts) { return stacks_ && rec_->recording_hint() ? stacks_->capture(ts) : 0; }
   uint32_t device_of(uint64_t context);
   uint32_t device_of(TracerThreadState& ts, uint64_t context);
   // The string id of a kernel's name (demangled where it demangles), cached per function:

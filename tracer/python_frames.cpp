@@ -153,20 +153,20 @@ bool PythonFrames::raw_walk(PyObj ts, bool safe, SiteKey& key, const void** code
   return safe ? raw_walk_as<true>(ts, key, codes, ncodes, max) : raw_walk_as<false>(ts, key, codes, ncodes, max);
 }
 
-bool PythonFrames::frames_readable(PyObj ts, bool& held) {
+bool PythonFrames::frames_readable(PyObj ts, bool& held, const TracerThreadState& tracer_ts) {
   // Whether this thread holds the GIL now. PyGILState_Check answers 1 when GIL checking is
   // off, so where the running thread state can be read, that decides.
   held = unchecked_get_ != nullptr ? unchecked_get_() == ts : gil_check_() != 0;
   if (held) return true;
-  return thread_state().may_take_gil && gil_ensure_ != nullptr && gil_release_ != nullptr &&
+  return tracer_ts.may_take_gil && gil_ensure_ != nullptr && gil_release_ != nullptr &&
          !(is_finalizing_ != nullptr && is_finalizing_());
 }
 
-bool PythonFrames::site_key(SiteKey& key) {
+bool PythonFrames::site_key(SiteKey& key, TracerThreadState& tracer_ts) {
   if (raw_state_.load(std::memory_order_relaxed) != kRawOn || !available() || !is_initialized_()) return false;
   PyObj ts = this_thread_state_();
   bool held = false;
-  if (ts == nullptr || !frames_readable(ts, held)) return false;
+  if (ts == nullptr || !frames_readable(ts, held, tracer_ts)) return false;
   size_t ncodes = 0;
   return raw_walk(ts, false, key, nullptr, ncodes, kRawFramesPerFrame * 64);
 }
@@ -196,13 +196,11 @@ void PythonFrames::check_raw_layout(PyObj ts, const void* const* api_codes, size
   }
 }
 
-bool PythonFrames::available() {
-  if (!tried_) {
-    std::lock_guard lock(mu_);
-    if (!tried_) {
-      ok_ = resolve();
-      tried_ = true;
-    }
+bool PythonFrames::resolve_once() {
+  std::lock_guard lock(mu_);
+  if (!tried_.load(std::memory_order_relaxed)) {
+    ok_ = resolve();
+    tried_.store(true, std::memory_order_release);
   }
   return ok_;
 }
@@ -245,7 +243,7 @@ size_t PythonFrames::capture(std::vector<trace::StackFrame>& out, size_t max_fra
   PyObj ts = this_thread_state_();
   if (ts == nullptr) return 0;
   bool held = false;
-  if (!frames_readable(ts, held)) return 0;
+  if (!frames_readable(ts, held, thread_state())) return 0;
   int gil_state = held ? -1 : gil_ensure_();
   struct Release {
     PythonFrames* self;

@@ -52,7 +52,7 @@ class PythonFrames {
  public:
   explicit PythonFrames(StringTable& strings) : strings_(strings) {}
   // True once the interpreter's entry points were found (looked up on first use).
-  bool available();
+  bool available() { return tried_.load(std::memory_order_acquire) ? ok_ : resolve_once(); }
   // Whether the calling thread has a Python thread state (it runs, or ran, Python code).
   bool thread_runs_python();
   // Appends up to `max_frames` frames; returns how many. 0 without Python or the GIL.
@@ -66,7 +66,8 @@ class PythonFrames {
   // False when no key can be made: the fast path is not (yet) trusted or not known for this
   // Python, or capture() would give no frames (no thread state, the GIL neither held nor
   // allowed to be taken back).
-  bool site_key(SiteKey& key);
+  bool site_key(SiteKey& key) { return site_key(key, thread_state()); }
+  bool site_key(SiteKey& key, TracerThreadState& ts);
   // A cached stack disagreed with the C API's walk: the fast path goes off for good.
   void site_key_mismatch() { raw_state_.store(kRawOff, std::memory_order_relaxed); }
   // For tests and diagnostics: "off" (unknown Python or turned off), "checking", "on".
@@ -79,9 +80,10 @@ class PythonFrames {
   };
   using PyObj = void*;
   bool resolve();
+  bool resolve_once();
   CodeNames names_of(PyObj code);
   // Whether this thread may read its Python frames now (the checks capture() makes first).
-  bool frames_readable(PyObj ts, bool& held);
+  bool frames_readable(PyObj ts, bool& held, const TracerThreadState& tracer_ts);
   // Walks the raw frame chain from thread state `ts`; `safe` reads through a system call
   // that reports a bad address instead of faulting. Fills codes (innermost first, up to
   // `max`) and the key; false if a read failed or the layout is unknown.

@@ -28,12 +28,14 @@ StackCapture::StackCapture(StackTable& stacks, StringTable& strings, StackMode m
                            bool strip_own_module)
     : stacks_(stacks), python_(strings), mode_(mode), max_frames_(max_frames), strip_own_(strip_own_module) {}
 
-uint32_t StackCapture::capture() {
+uint32_t StackCapture::capture() { return mode_ == StackMode::kNone ? 0 : capture(thread_state()); }
+
+uint32_t StackCapture::capture(TracerThreadState& ts) {
   switch (mode_) {
     case StackMode::kNone: return 0;
     case StackMode::kPython: {
       self_time::Scope timed(self_time::kPython);
-      return capture_python();
+      return capture_python(ts);
     }
     case StackMode::kNative: {
       self_time::Scope timed(self_time::kNative);
@@ -43,7 +45,7 @@ uint32_t StackCapture::capture() {
       uint32_t id;
       {
         self_time::Scope timed(self_time::kPython);
-        id = capture_python();
+        id = capture_python(ts);
       }
       if (id != 0) return id;
       // A Python thread inside a call where the GIL may not be taken back (allocation, sync,
@@ -59,28 +61,74 @@ uint32_t StackCapture::capture() {
 
 namespace {
 // The calling thread's stacks by Python call site (PythonFrames::site_key), for one
-// StackCapture. Each entry counts its uses so a sample of hits is checked against the C API.
+// StackCapture, reached from the thread's TracerThreadState. In front, a direct-mapped table
+// of the sites seen last (a hit reads one 32-byte slot: the key's first word is XXH3's, well
+// mixed, so its low bits pick the slot); behind it the map of every site, whose entries keep
+// their uses while a slot does not hold them. Each site counts its uses so that a sample of
+// hits is checked against the C API.
 struct SiteCache {
-  const void* owner = nullptr;
+  using SiteKey = PythonFrames::SiteKey;
   struct Hash {
-    size_t operator()(const PythonFrames::SiteKey& k) const { return size_t(k.a ^ (k.b >> 1)); }
+    size_t operator()(const SiteKey& k) const { return size_t(k.a ^ (k.b >> 1)); }
   };
   struct Entry {
     uint32_t id;
     uint32_t uses;
   };
-  std::unordered_map<PythonFrames::SiteKey, Entry, Hash> by_site;
+  struct Slot {
+    uint64_t a = 0, b = 0;
+    Entry* entry = nullptr;  // null: empty; the map's node (stable), where `uses` goes back
+    uint32_t id = 0;
+    uint32_t uses = 0;
+  };
+  static constexpr int kFrontBits = 8;  // 256 slots, 8 KiB
+  static_assert(sizeof(Slot) == 32);
+
+  std::shared_ptr<void> counts_owner;  // keeps `counts` alive while this thread may add to it
+  std::atomic<uint64_t>* hits = nullptr;
+  uint32_t pending_hits = 0;  // not yet added to *hits
+  std::unique_ptr<Slot[]> front{new Slot[1u << kFrontBits]};
+  std::unordered_map<SiteKey, Entry, Hash> by_site;
   std::unordered_set<uint32_t> stacks_seen;  // stack ids of this thread's misses
+
+  Slot& slot_for(const SiteKey& k) { return front[k.a & ((1u << kFrontBits) - 1)]; }
+  void flush_hits() {
+    if (pending_hits != 0 && hits != nullptr) hits->fetch_add(pending_hits, std::memory_order_relaxed);
+    pending_hits = 0;
+  }
+  // Forgets every site (the map's nodes go, so the slots go first).
+  void clear() {
+    for (uint32_t i = 0; i < (1u << kFrontBits); ++i) front[i] = Slot{};
+    by_site.clear();
+    stacks_seen.clear();
+  }
+  ~SiteCache() { flush_hits(); }
 };
 constexpr size_t kSiteCacheLimit = 1 << 15;
+constexpr uint32_t kHitsPerFlush = 64;
 
-SiteCache& site_cache(const void* owner) {
-  thread_local SiteCache c;
-  if (c.owner != owner || c.by_site.size() > kSiteCacheLimit) {
-    c = SiteCache{};
-    c.owner = owner;
+// Frees the thread's cache when the thread exits (adding its last hits to the counts); a
+// stack taken during the rest of the exit gets a new one, leaked, not a destroyed one.
+thread_local bool t_sites_gone = false;  // trivially destructible: readable for the rest of the exit
+struct SiteCacheOwner {
+  SiteCache* cache = nullptr;
+  ~SiteCacheOwner() {
+    delete cache;
+    cache = nullptr;
+    t_sites_gone = true;
+    thread_state().python_sites = nullptr;
   }
-  return c;
+};
+__attribute__((noinline)) SiteCache& new_site_cache(TracerThreadState& ts) {
+  if (t_sites_gone) {
+    auto* c = new SiteCache;
+    ts.python_sites = c;
+    return *c;
+  }
+  thread_local SiteCacheOwner owner;
+  if (owner.cache == nullptr) owner.cache = new SiteCache;
+  ts.python_sites = owner.cache;
+  return *owner.cache;
 }
 
 // Hits checked against the C API's walk: the first two of each site, then one in 128.
@@ -94,43 +142,68 @@ uint32_t StackCapture::capture_python_walk() {
   return stacks_.intern_frames(frames);
 }
 
-uint32_t StackCapture::capture_python() {
+uint32_t StackCapture::capture_python(TracerThreadState& ts) {
   PythonFrames::SiteKey key;
-  if (!python_sites_ || !python_.site_key(key)) return capture_python_walk();
-  SiteCache& cache = site_cache(this);
-  auto it = cache.by_site.find(key);
-  if (it != cache.by_site.end()) {
-    const uint32_t uses = it->second.uses++;
-    site_hits_.fetch_add(1, std::memory_order_relaxed);
-    // A key known to give no frames is not checked: the check would take the GIL back (from a
-    // thread that has no Python frames to show) only to compare nothing with nothing.
-    if (it->second.id == 0 || !check_hit(uses)) return it->second.id;
-    const uint32_t id = capture_python_walk();
-    if (id != it->second.id) {
-      python_.site_key_mismatch();
-      site_mismatches_.fetch_add(1, std::memory_order_relaxed);
+  if (!python_sites_ || !python_.site_key(key, ts)) return capture_python_walk();
+  void* p = ts.python_sites;
+  SiteCache& cache = p != nullptr ? *static_cast<SiteCache*>(p) : new_site_cache(ts);
+  // The owner is told by its counts, not its address: a StackCapture made where a destroyed
+  // one was (tests) has other counts, which the old one's, kept alive by this cache, cannot be.
+  if (cache.hits != &counts_->hits || cache.by_site.size() > kSiteCacheLimit) [[unlikely]] {
+    if (cache.hits != &counts_->hits) {
+      cache.flush_hits();
+      cache.counts_owner = counts_;
+      cache.hits = &counts_->hits;
     }
-    return id;
+    cache.clear();
   }
+  SiteCache::Slot& slot = cache.slot_for(key);
+  if (slot.entry == nullptr || slot.a != key.a || slot.b != key.b) {
+    auto it = cache.by_site.find(key);
+    if (it != cache.by_site.end()) {
+      // Known, but not in front: it takes the slot (the slot's site keeps its uses in the map).
+      if (slot.entry != nullptr) slot.entry->uses = slot.uses;
+      slot = SiteCache::Slot{key.a, key.b, &it->second, it->second.id, it->second.uses};
+    } else {
+      const uint32_t id = capture_python_walk();
+      counts_->misses.fetch_add(1, std::memory_order_relaxed);
+      // A key whose walk gave no frames is kept too (id 0): a thread with a Python thread state
+      // but no complete frame (PyTorch's autograd threads launching backward kernels) would
+      // otherwise take the GIL back at every launch only to find nothing.
+      auto [at, inserted] = cache.by_site.emplace(key, SiteCache::Entry{id, 1});
+      (void)inserted;
+      if (slot.entry != nullptr) slot.entry->uses = slot.uses;
+      slot = SiteCache::Slot{key.a, key.b, &at->second, id, 1};
+      if (id != 0) {
+        // A new key whose stack this thread already had under another key: the key changed
+        // though the stack did not (counted for diagnostics: such misses cost a C-API walk).
+        if (!cache.stacks_seen.insert(id).second) counts_->rekeys.fetch_add(1, std::memory_order_relaxed);
+      }
+      return id;
+    }
+  }
+  const uint32_t uses = slot.uses++;
+  if (++cache.pending_hits == kHitsPerFlush) cache.flush_hits();
+  // A key known to give no frames is not checked: the check would take the GIL back (from a
+  // thread that has no Python frames to show) only to compare nothing with nothing.
+  if (slot.id == 0 || !check_hit(uses)) return slot.id;
   const uint32_t id = capture_python_walk();
-  site_misses_.fetch_add(1, std::memory_order_relaxed);
-  // A key whose walk gave no frames is kept too (id 0): a thread with a Python thread state but
-  // no complete frame (PyTorch's autograd threads launching backward kernels) would otherwise
-  // take the GIL back at every launch only to find nothing.
-  cache.by_site.emplace(key, SiteCache::Entry{id, 1});
-  if (id != 0) {
-    // A new key whose stack this thread already had under another key: the key changed
-    // though the stack did not (counted for diagnostics: such misses cost a C-API walk).
-    if (!cache.stacks_seen.insert(id).second) site_rekeys_.fetch_add(1, std::memory_order_relaxed);
+  if (id != slot.id) {
+    python_.site_key_mismatch();
+    counts_->mismatches.fetch_add(1, std::memory_order_relaxed);
   }
   return id;
 }
 
 std::string StackCapture::python_sites_summary() const {
+  // Other threads' hits since their last batch are not counted; the calling thread's are.
+  uint64_t hits = counts_->hits.load();
+  if (const auto* mine = static_cast<const SiteCache*>(thread_state().python_sites); mine != nullptr && mine->hits == &counts_->hits)
+    hits += mine->pending_hits;
   return std::string("python call sites: ") + (python_sites_ ? python_.site_key_state() : "disabled") + ", " +
-         std::to_string(site_hits_.load()) + " hits, " + std::to_string(site_misses_.load()) + " misses (" + std::to_string(site_rekeys_.load()) +
+         std::to_string(hits) + " hits, " + std::to_string(counts_->misses.load()) + " misses (" + std::to_string(counts_->rekeys.load()) +
          " of them with a stack seen before), " +
-         std::to_string(site_mismatches_.load()) + " mismatches; native walks: " +
+         std::to_string(counts_->mismatches.load()) + " mismatches; native walks: " +
          (native_cached_ ? (NativeUnwinder::fast_path_on() ? "cached" : "cached, off after a mismatch") : "dwarf") +
          ", " + std::to_string(NativeUnwinder::counts().fast) + " learned, " +
          std::to_string(NativeUnwinder::counts().reference) + " dwarf, " +

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "tracer/python_frames.h"
 #include "tracer/stack_table.h"
 #include "tracer/string_table.h"
+#include "tracer/thread_state.h"
 
 namespace streamrace::tracer {
 
@@ -28,8 +30,10 @@ class StackCapture {
   // unit tests, where that module is the test program itself).
   StackCapture(StackTable& stacks, StringTable& strings, StackMode mode, size_t max_frames = 32,
                bool strip_own_module = true);
-  // Interned id of the caller's stack; 0 when none could be taken.
+  // Interned id of the caller's stack; 0 when none could be taken. A caller that has the
+  // thread's state passes it (one thread_local fewer to look up).
   uint32_t capture();
+  uint32_t capture(TracerThreadState& ts);
   StackMode mode() const { return mode_; }
   // Whether a repeated Python call site reuses its first stack (PythonFrames::site_key); on
   // by default (setting python_sites).
@@ -41,7 +45,7 @@ class StackCapture {
   std::string python_sites_summary() const;
 
  private:
-  uint32_t capture_python();
+  uint32_t capture_python(TracerThreadState& ts);
   uint32_t capture_python_walk();
   uint32_t capture_native();
   void find_internal_modules();
@@ -56,8 +60,13 @@ class StackCapture {
   bool python_sites_ = true;
   bool native_cached_ = true;
   NativeUnwinder unwinder_;
-  // Relaxed counters (approximate under threads: diagnostics only).
-  std::atomic<uint64_t> site_hits_{0}, site_misses_{0}, site_mismatches_{0}, site_rekeys_{0};
+  // Relaxed counters (diagnostics only). Hits are counted by each thread and added here in
+  // batches and when the thread exits (a lock-prefixed add per call cost more than the hit):
+  // shared with the threads' caches, which may outlive this object.
+  struct SiteCounts {
+    std::atomic<uint64_t> hits{0}, misses{0}, mismatches{0}, rekeys{0};
+  };
+  std::shared_ptr<SiteCounts> counts_ = std::make_shared<SiteCounts>();
   std::vector<std::pair<uint64_t, uint64_t>> internal_;  // [begin, end) of tracer/CUPTI/driver code
 };
 

@@ -49,6 +49,8 @@ struct alignas(64) TracerThreadState {
   // Second line.
   uint64_t nccl_launch_correlation = 0;  // first kernel launch seen inside the NCCL call
   RuntimeScope runtime;  // the outermost runtime call in progress
+  // The thread's Python call-site cache (tracer/stack_capture.cpp): null until first used.
+  void* python_sites = nullptr;
   int blas_depth = 0;
   const trace::CallAccessEntry* blas_accesses = nullptr;
 };

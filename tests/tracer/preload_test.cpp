@@ -489,6 +489,58 @@ TEST_F(PreloadTest, RepeatedPythonCallSitesKeepTheirOwnStacks) {
   }
 }
 
+// More call sites than the call-site cache's front has slots (256): sites that share a slot
+// take it from each other and from the map behind it, and every call keeps its own line, in
+// the first pass (misses) and the later ones (hits, front or map), with the GIL held or not.
+TEST_F(PreloadTest, PythonCallSitesSharingTheCachesFrontKeepTheirOwnStacks) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  constexpr int kSites = 700, kPasses = 3, kFirstLine = 4;
+  fs::path script = base_ / "many_sites.py";
+  {
+    std::ofstream py(script);
+    py << "import ctypes, sys\n"                                                              // 1
+          "lib = (ctypes.PyDLL if sys.argv[2] == 'held' else ctypes.CDLL)(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
+          "def calls():\n";                                                                  // 3
+    for (int i = 0; i < kSites; ++i) py << "    lib.fake_framework_run()\n";                 // 4 ..
+    py << "for _ in range(" << kPasses << "):\n"
+          "    calls()\n"
+          "print(sys.version_info[0] * 100 + sys.version_info[1])\n";
+  }
+  for (const char* gil : {"held", "released"}) {
+    SCOPED_TRACE(gil);
+    fs::remove_all(traces_);
+    fs::create_directories(traces_);
+    auto r = run("FAKE_NCCL_LOG=/dev/null STREAMRACE_PYTHON_SITES=2 STREAMRACE_STACKS=python",
+                 "python3 '" + script.string() + "' '" SR_FAKE_FRAMEWORK "' " + gil);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const int version = std::atoi(r.out.c_str());
+    if (version == 311 || version == 312) {
+      unsigned hits = 0, misses = 0;
+      const auto at = r.err.find("python call sites: on, ");
+      ASSERT_NE(at, std::string::npos) << r.err;
+      ASSERT_EQ(std::sscanf(r.err.c_str() + at, "python call sites: on, %u hits, %u misses", &hits, &misses), 2) << r.err;
+      // Each site misses once (the first runs check the layout before the cache is used);
+      // its later calls hit: 4 NCCL calls a run, kPasses runs a site.
+      EXPECT_LE(misses, unsigned(kSites)) << r.err;
+      EXPECT_GE(hits, unsigned(kSites * (4 * kPasses - 1) - 40)) << r.err;
+      EXPECT_NE(r.err.find(" 0 mismatches"), std::string::npos) << r.err;
+    }
+    auto files = trace_files();
+    ASSERT_EQ(files.size(), 1u);
+    auto t = read_trace(files[0].string());
+    auto calls = t.of(RecordKind::kNcclCall);
+    ASSERT_EQ(calls.size(), size_t(4) * kSites * kPasses);
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const auto id = calls[i].as<trace::NcclCall>().call.stack_id;
+      ASSERT_NE(id, 0u) << "call " << i;
+      const auto& frames = t.stacks.at(id);
+      ASSERT_GE(frames.size(), 2u) << "call " << i;
+      ASSERT_EQ(frames[0].line, uint32_t(kFirstLine + (i / 4) % kSites)) << "call " << i;
+      ASSERT_EQ(t.str(frames[0].function_id), "calls") << "call " << i;
+    }
+  }
+}
+
 // A native thread with a Python thread state and no Python frame (PyTorch's autograd device
 // threads, which launch the backward kernels): its calls have no Python stack, and the call-site
 // cache remembers that, so the GIL is not taken back at every call to find nothing (one miss per
