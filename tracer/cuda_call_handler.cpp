@@ -665,7 +665,7 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
   }
   const uint32_t stack = capture_stack(ts);
   self_time::Scope timed(self_time::kRecord);
-  rec_->add_call(h, e.api, stack, ptrs);
+  rec_->add_call(ts, h, e.api, stack, ptrs);
 }
 
 void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,

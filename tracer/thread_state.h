@@ -24,6 +24,12 @@ struct RuntimeScope {
   uint64_t stream = 0;  // launches: the stream as the runtime call named it, normalised
 };
 
+// A recorder's id and the calling thread's buffer in it (TraceRecorder::ThreadBuffer).
+struct RecorderBufferRef {
+  uint64_t recorder = 0;
+  void* buf = nullptr;
+};
+
 // The fields a kernel launch reads come first, in the struct's first cache line: a line the
 // launch need not touch is one the program's work between two launches may have evicted.
 struct alignas(64) TracerThreadState {
@@ -46,15 +52,18 @@ struct alignas(64) TracerThreadState {
   // thread_local, not four: null until first used.
   void* launch_scratch = nullptr;
   void* allocation_cache = nullptr;
-  // Second line.
-  uint64_t nccl_launch_correlation = 0;  // first kernel launch seen inside the NCCL call
-  RuntimeScope runtime;  // the outermost runtime call in progress
+  // Second line: what a launch's stack and record read.
   // The thread's Python call-site cache (tracer/stack_capture.cpp): null until first used.
   void* python_sites = nullptr;
-  int blas_depth = 0;
+  // The thread's buffer in the recorder it wrote to last (tracer/trace_recorder.cpp).
+  RecorderBufferRef recorder_buffer;
+  uint64_t nccl_launch_correlation = 0;  // first kernel launch seen inside the NCCL call
   const trace::CallAccessEntry* blas_accesses = nullptr;
+  int blas_depth = 0;
+  RuntimeScope runtime;  // the outermost runtime call in progress
 };
-static_assert(offsetof(TracerThreadState, nccl_launch_correlation) <= 64);  // the launch's fields: one line
+static_assert(offsetof(TracerThreadState, python_sites) == 64);  // the launch's fields: one line
+static_assert(offsetof(TracerThreadState, blas_accesses) < 128);  // its stack's and record's: the next
 
 TracerThreadState& thread_state();
 

@@ -206,14 +206,15 @@ void TorchAllocatorHook::maybe_attach() {
   }
 }
 
-bool TorchAllocatorHook::validate(int, uint64_t addr, uint64_t size) {
+bool TorchAllocatorHook::validate(TracerThreadState& ts, uint64_t addr, uint64_t size) {
   // Its first and last byte in traced allocations (with expandable segments one event covers
   // several cuMemMap ranges, and a block may span two of them).
   if (size == 0 || size - 1 > ~uint64_t(0) - addr) return false;
-  auto first = handler_.allocations().find(addr);
+  const AllocationTable::Finder lookup = handler_.allocations().finder(ts.allocation_cache);
+  auto first = lookup.find(addr);
   if (!first) return false;
   if (size <= first->base + first->bytes - addr) return true;
-  return handler_.allocations().find(addr + size - 1).has_value();
+  return lookup.find(addr + size - 1).has_value();
 }
 
 uint32_t TorchAllocatorHook::api_id(TraceRecorder& rec, int action) {
@@ -237,7 +238,8 @@ void TorchAllocatorHook::on_entry(int action, int device, uint64_t addr, uint64_
     // Events that hand out memory (a block, a segment) must lie inside an allocation the
     // tracer recorded; releases are recorded as they come (the memory may be gone already).
     const bool hands_out = action == 0 || action == 3 || action == 5;
-    const bool ok = !hands_out || validate(action, addr, size);
+    TracerThreadState& ts = thread_state();  // once per event, passed on
+    const bool ok = !hands_out || validate(ts, addr, size);
     if (validated_.load(std::memory_order_relaxed) == 0 && hands_out) {
       if (!ok) {
         // The first events must match, or the layout is not what the table says.
@@ -264,7 +266,7 @@ void TorchAllocatorHook::on_entry(int action, int device, uint64_t addr, uint64_
     const uint32_t api = api_id(rec, action);
     // Only a free's stack is ever shown (the "freed at" line of a use-after-reuse); the
     // others would cost a stack walk per tensor for nothing.
-    rec.add_call(r, api, action == 1 ? handler_.capture_stack() : 0);
+    rec.add_call(ts, r, api, action == 1 ? handler_.capture_stack(ts) : 0);
   } catch (...) {
     // Never let the tracer's trouble reach the allocator.
   }

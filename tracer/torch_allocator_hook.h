@@ -23,6 +23,8 @@
 #include <cstdint>
 #include <string>
 
+#include "tracer/thread_state.h"
+
 namespace streamrace::tracer {
 
 class CudaCallHandler;
@@ -60,7 +62,7 @@ class TorchAllocatorHook {
  private:
   enum State : int { kWaiting = 0, kAttached = 1, kGaveUp = 2, kStopped = 3 };
   void give_up(const std::string& why, bool warning);
-  bool validate(int action, uint64_t addr, uint64_t size);
+  bool validate(TracerThreadState& ts, uint64_t addr, uint64_t size);
 
   CudaCallHandler& handler_;
   std::atomic<int> state_{kWaiting};

@@ -127,19 +127,6 @@ TraceRecorder::~TraceRecorder() {
   }
 }
 
-// Out of line: a reference returned by a call stays in a register, an inlined thread_local's
-// address is computed again at each use.
-__attribute__((noinline)) TraceRecorder::CurrentBuffer& TraceRecorder::current_buffer() {
-  thread_local CurrentBuffer current;
-  return current;
-}
-
-TraceRecorder::ThreadBuffer& TraceRecorder::buffer() {
-  CurrentBuffer& current = current_buffer();
-  if (current.recorder == id_ && current.buf != nullptr) return *current.buf;
-  return new_buffer(current);
-}
-
 TraceRecorder::ThreadBuffer& TraceRecorder::new_buffer(CurrentBuffer& current) {
   if (t_slot_destroyed) {
     // The thread is exiting and its slot is gone (touching it now would reach a buffer the
@@ -199,12 +186,13 @@ trace::CallInfo TraceRecorder::call(uint32_t api_id, uint32_t stack_id) {
   return c;
 }
 
-TraceRecorder::ThreadBuffer& TraceRecorder::take_call(trace::CallInfo& c, uint32_t api_id, uint32_t stack_id) {
+TraceRecorder::ThreadBuffer& TraceRecorder::take_call(trace::CallInfo& c, uint32_t api_id, uint32_t stack_id,
+                                                     CurrentBuffer& current) {
   start_once();
   c = trace::CallInfo{};
   c.seq = seq_.fetch_add(1, std::memory_order_relaxed);
   c.host_ts_ns = monotonic_ns();
-  ThreadBuffer& b = buffer();
+  ThreadBuffer& b = buffer(current);
   c.thread = b.index;
   c.stack_id = stack_id;
   c.api_id = api_id;

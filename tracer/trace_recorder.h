@@ -33,6 +33,7 @@
 #include "tracer/capture_options.h"
 #include "tracer/stack_table.h"
 #include "tracer/string_table.h"
+#include "tracer/thread_state.h"
 
 namespace streamrace::tracer {
 
@@ -82,7 +83,12 @@ class TraceRecorder {
   // look-up is a call of __tls_get_addr).
   template <trace::FixedRecord T>
   void add_call(T& rec, uint32_t api_id, uint32_t stack_id, std::span<const uint64_t> tail = {}) {
-    ThreadBuffer& b = take_call(rec.call, api_id, stack_id);
+    add_call(thread_state(), rec, api_id, stack_id, tail);
+  }
+  // The same for a caller that has the thread's state.
+  template <trace::FixedRecord T>
+  void add_call(TracerThreadState& ts, T& rec, uint32_t api_id, uint32_t stack_id, std::span<const uint64_t> tail = {}) {
+    ThreadBuffer& b = take_call(rec.call, api_id, stack_id, ts.recorder_buffer);
     if (closed_.load(std::memory_order_relaxed)) return;
     append(b, T::kKind, &rec, sizeof(T), tail.data(), tail.size_bytes());
   }
@@ -147,18 +153,23 @@ class TraceRecorder {
     size_t from, to;
   };
   struct ThreadSlot;
-  // The calling thread's buffer in the recorder it used last, read on every record: trivially
-  // destructible, so that reading it takes no guard (in libstreamrace.so each thread_local
-  // naming is a __tls_get_addr call); ThreadSlot owns the buffer.
-  struct CurrentBuffer {
-    uint64_t recorder = 0;
-    ThreadBuffer* buf = nullptr;
-  };
-  static CurrentBuffer& current_buffer();
-  ThreadBuffer& buffer();
+  // The calling thread's buffer in the recorder it used last, read on every record: kept in
+  // the thread's TracerThreadState (trivially destructible, so reading it takes no guard, and
+  // a caller that has the state finds it without a thread_local: in libstreamrace.so each
+  // naming of one is a __tls_get_addr call); ThreadSlot owns the buffer.
+  using CurrentBuffer = RecorderBufferRef;
+  static CurrentBuffer& current_buffer() { return thread_state().recorder_buffer; }
+  ThreadBuffer& buffer() { return buffer(current_buffer()); }
+  ThreadBuffer& buffer(CurrentBuffer& current) {
+    if (current.recorder == id_ && current.buf != nullptr) [[likely]] return *static_cast<ThreadBuffer*>(current.buf);
+    return new_buffer(current);
+  }
   ThreadBuffer& new_buffer(CurrentBuffer& current);
   // call()'s work, returning the buffer it looked up.
-  ThreadBuffer& take_call(trace::CallInfo& c, uint32_t api_id, uint32_t stack_id);
+  ThreadBuffer& take_call(trace::CallInfo& c, uint32_t api_id, uint32_t stack_id) {
+    return take_call(c, api_id, stack_id, current_buffer());
+  }
+  ThreadBuffer& take_call(trace::CallInfo& c, uint32_t api_id, uint32_t stack_id, CurrentBuffer& current);
   // add_raw() once the recorder is known open and the buffer found.
   void append(ThreadBuffer& b, trace::RecordKind kind, const void* fixed, size_t fixed_size, const void* tail,
               size_t tail_size);
