@@ -619,34 +619,8 @@ struct LaunchScratch {
     return front[(func * 0x9E3779B97F4A7C15ull) >> (64 - kFrontBits)];
   }
 };
-// Frees the thread's scratch when the thread exits (and forgets it: a launch during the rest
-// of the exit gets a new one, leaked, not a crash).
-thread_local bool t_scratch_gone = false;  // trivially destructible: readable for the rest of the exit
-struct LaunchScratchOwner {
-  LaunchScratch* scratch = nullptr;
-  ~LaunchScratchOwner() {
-    delete scratch;
-    scratch = nullptr;
-    t_scratch_gone = true;
-    thread_state().launch_scratch = nullptr;
-  }
-};
-// The thread's scratch, made on first use; the thread state forgot it (a test resets the state)
-// but the owner has it: the same one again.
-__attribute__((noinline)) LaunchScratch& new_launch_scratch(TracerThreadState& ts) {
-  if (t_scratch_gone) {  // during the thread's exit, after the owner: leaked, not a crash
-    auto* s = new LaunchScratch;
-    ts.launch_scratch = s;
-    return *s;
-  }
-  thread_local LaunchScratchOwner owner;
-  if (owner.scratch == nullptr) owner.scratch = new LaunchScratch;
-  ts.launch_scratch = owner.scratch;
-  return *owner.scratch;
-}
 LaunchScratch& launch_scratch(TracerThreadState& ts) {
-  void* s = ts.launch_scratch;
-  return s != nullptr ? *static_cast<LaunchScratch*>(s) : new_launch_scratch(ts);
+  return thread_owned<LaunchScratch, &TracerThreadState::launch_scratch>(ts);
 }
 
 // A pointer argument enters the arguments' hash (tracer/args_hash.h) as this mark plus its

@@ -107,30 +107,6 @@ struct SiteCache {
 constexpr size_t kSiteCacheLimit = 1 << 15;
 constexpr uint32_t kHitsPerFlush = 64;
 
-// Frees the thread's cache when the thread exits (adding its last hits to the counts); a
-// stack taken during the rest of the exit gets a new one, leaked, not a destroyed one.
-thread_local bool t_sites_gone = false;  // trivially destructible: readable for the rest of the exit
-struct SiteCacheOwner {
-  SiteCache* cache = nullptr;
-  ~SiteCacheOwner() {
-    delete cache;
-    cache = nullptr;
-    t_sites_gone = true;
-    thread_state().python_sites = nullptr;
-  }
-};
-__attribute__((noinline)) SiteCache& new_site_cache(TracerThreadState& ts) {
-  if (t_sites_gone) {
-    auto* c = new SiteCache;
-    ts.python_sites = c;
-    return *c;
-  }
-  thread_local SiteCacheOwner owner;
-  if (owner.cache == nullptr) owner.cache = new SiteCache;
-  ts.python_sites = owner.cache;
-  return *owner.cache;
-}
-
 // Hits checked against the C API's walk: the first two of each site, then one in 128.
 bool check_hit(uint32_t uses) { return uses < 2 || (uses & 127) == 0; }
 }  // namespace
@@ -145,8 +121,8 @@ uint32_t StackCapture::capture_python_walk() {
 uint32_t StackCapture::capture_python(TracerThreadState& ts) {
   PythonFrames::SiteKey key;
   if (!python_sites_ || !python_.site_key(key, ts)) return capture_python_walk();
-  void* p = ts.python_sites;
-  SiteCache& cache = p != nullptr ? *static_cast<SiteCache*>(p) : new_site_cache(ts);
+  // Freed when the thread exits (adding its last hits to the counts).
+  SiteCache& cache = thread_owned<SiteCache, &TracerThreadState::python_sites>(ts);
   // The owner is told by its counts, not its address: a StackCapture made where a destroyed
   // one was (tests) has other counts, which the old one's, kept alive by this cache, cannot be.
   if (cache.hits != &counts_->hits || cache.by_site.size() > kSiteCacheLimit) [[unlikely]] {

@@ -67,6 +67,39 @@ static_assert(offsetof(TracerThreadState, blas_accesses) < 128);  // its stack's
 
 TracerThreadState& thread_state();
 
+// A per-thread object of type T whose address the thread state keeps in `slot`, so that the hot
+// paths reach it without a thread_local of its own: made on first use, freed when the thread
+// exits (the slot emptied). The thread state forgot it (a test resets the state) but the owner
+// has it: the same one again. Asked for during the rest of the exit, after the owner's
+// destructor: a new one, leaked, never a destroyed one.
+template <typename T, void* TracerThreadState::*Slot>
+__attribute__((noinline)) T& new_thread_owned(TracerThreadState& ts) {
+  thread_local bool gone = false;  // trivially destructible: readable for the rest of the exit
+  struct Owner {
+    T* object = nullptr;
+    ~Owner() {
+      delete object;
+      object = nullptr;
+      gone = true;
+      thread_state().*Slot = nullptr;
+    }
+  };
+  if (gone) {
+    T* leaked = new T;
+    ts.*Slot = leaked;
+    return *leaked;
+  }
+  thread_local Owner owner;
+  if (owner.object == nullptr) owner.object = new T;
+  ts.*Slot = owner.object;
+  return *owner.object;
+}
+template <typename T, void* TracerThreadState::*Slot>
+T& thread_owned(TracerThreadState& ts) {
+  void* p = ts.*Slot;
+  return p != nullptr ? *static_cast<T*>(p) : new_thread_owned<T, Slot>(ts);
+}
+
 // Marks the calling thread's CUDA calls as the tracer's own for the guard's lifetime.
 struct InternalCallGuard {
   InternalCallGuard() { ++thread_state().internal; }
