@@ -207,6 +207,10 @@ void CudaCallHandler::on_runtime(TracerThreadState& ts, const ApiCall& c, const 
 // A driver call: recorded at exit, unless it is part of a runtime call or of an NCCL call.
 void CudaCallHandler::on_driver(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec) {
   if (c.enter) return;
+  if (spec.kind == CallKind::kFunctionsUnload) [[unlikely]] {  // whoever unloads (the runtime, NCCL, the user)
+    if (c.result == 0) forget_functions();
+    return;
+  }
   const bool launch = spec.kind == CallKind::kKernelLaunch;
   if (ts.nccl_depth > 0) {
     if (launch && ts.nccl_launch_correlation == 0 && c.result == 0)
@@ -268,6 +272,7 @@ void CudaCallHandler::emit(const CudaCall& call, const Emission& e) {
   using namespace trace;
   switch (call.kind) {
     case CallKind::kScopeOnly:
+    case CallKind::kFunctionsUnload:  // handled in on_driver
       return;
     case CallKind::kProfilerStart:
     case CallKind::kProfilerStop:
@@ -546,10 +551,33 @@ trace::Memcpy CudaCallHandler::memcpy_record(const CudaCall& call, const Emissio
   return r;
 }
 
+namespace {
+// Kernel name ids by function handle, for every recorder (each entry says whose id it is).
+// Never destroyed (a thread may launch while exit() runs static destructors).
+struct KernelNames {
+  std::mutex mu;
+  std::unordered_map<uint64_t, std::pair<uint64_t, uint32_t>> by_func;  // func -> (recorder uid, name id)
+};
+KernelNames& kernel_names() {
+  static KernelNames& names = *new KernelNames;
+  return names;
+}
+}  // namespace
+
+void CudaCallHandler::forget_functions() {
+  functions_generation_.fetch_add(1, std::memory_order_relaxed);
+  {
+    KernelNames& names = kernel_names();
+    std::lock_guard lock(names.mu);
+    names.by_func.clear();
+  }
+  queries_.forget_functions();
+}
+
 uint32_t CudaCallHandler::kernel_name_id(uint64_t func, const char* name) {
-  // Never destroyed (a thread may launch while exit() runs static destructors).
-  static std::mutex& mu = *new std::mutex;
-  static auto& cache = *new std::unordered_map<uint64_t, std::pair<uint64_t, uint32_t>>;  // func -> (recorder uid, name id)
+  KernelNames& names = kernel_names();
+  std::mutex& mu = names.mu;
+  auto& cache = names.by_func;
   if (func != 0) {
     std::lock_guard lock(mu);
     auto it = cache.find(func);
@@ -614,9 +642,15 @@ struct LaunchScratch {
   static constexpr int kFrontBits = 10;  // 1024 entries, 128 KiB
   std::vector<uint64_t> ptrs;  // (beside front: a launch reads both)
   std::unique_ptr<FrontFacts[]> front{new FrontFacts[1u << kFrontBits]};
+  uint64_t generation = 0;  // CudaCallHandler::functions_generation_ when the facts were filled
   std::unordered_map<uint64_t, FunctionFacts> functions;
   FrontFacts& front_for(uint64_t func) {
     return front[(func * 0x9E3779B97F4A7C15ull) >> (64 - kFrontBits)];
+  }
+  // Every function's facts go (the front's longer layouts point into the map: both go).
+  void forget() {
+    functions.clear();
+    for (uint32_t i = 0; i < (1u << kFrontBits); ++i) front[i].func = 0;
   }
 };
 LaunchScratch& launch_scratch(TracerThreadState& ts) {
@@ -666,6 +700,12 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   self_time::Scope timed_facts(self_time::kFacts, timing);
   if (call.func != 0) {
     LaunchScratch& scratch = launch_scratch(ts);
+    // A module, library or context went since this thread's facts were filled: its handles
+    // may now name other kernels.
+    if (const uint64_t g = functions_generation_.load(std::memory_order_relaxed); scratch.generation != g) [[unlikely]] {
+      scratch.forget();
+      scratch.generation = g;
+    }
     FrontFacts& front = scratch.front_for(call.func);
     const uint64_t recorder = rec_->uid();
     if (front.func == call.func && front.recorder == recorder) [[likely]] {
@@ -677,11 +717,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
       if (it != functions.end() && it->second.recorder == recorder) {
         full = &it->second;
       } else {
-        if (functions.size() >= kFunctionCacheLimit) {
-          // The front's longer layouts point into the map: both go.
-          functions.clear();
-          for (uint32_t i = 0; i < (1u << LaunchScratch::kFrontBits); ++i) scratch.front[i].func = 0;
-        }
+        if (functions.size() >= kFunctionCacheLimit) scratch.forget();
         full = &functions[call.func];
         full->recorder = recorder;
         if (name == nullptr) {  // graph kernel nodes: the callback names no symbol

@@ -130,6 +130,8 @@ class CudaCallHandler {
   trace::Memcpy memcpy_record(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
   // The explicit graph API: one GraphEdit record (edges: one per 4096).
   void graph_edit(const CudaCall& call, const Emission& e, uint32_t device);
+  // A module, library or context went: every cache keyed by a function handle forgets.
+  void forget_functions();
 
   // A host free or unregister is about to run: the tracker's windows over it end first.
   void before_free(const CallSpec& spec, const void* params);
@@ -137,6 +139,9 @@ class CudaCallHandler {
   // What every callback reads first, together: a line the callback need not touch is one
   // PyTorch's work between two launches may have evicted.
   TraceRecorder* rec_;
+  // Counts the unloads of modules, libraries and contexts (kFunctionsUnload): a thread's
+  // facts of functions filled at another count are forgotten before its next launch.
+  std::atomic<uint64_t> functions_generation_{0};
   AllocationTable& allocs_;
   CudaQueries& queries_;
   StackCapture* stacks_;

@@ -1092,6 +1092,12 @@ const CallSpec kTable[] = {
     // The _v2 form names a context; the device is still the callback's context's.
     SR_DR(cuCtxSynchronize_v2, "cuCtxSynchronize_v2", kDeviceSynchronize, kLegacy, nullptr),
     SR_DR(cuProfilerStart, "cuProfilerStart", kProfilerStart, kLegacy, nullptr),
+    // ---- driver: what unloads kernels (their handles may be reused)
+    SR_DR(cuModuleUnload, "cuModuleUnload", kFunctionsUnload, kLegacy, nullptr),
+    SR_DR(cuLibraryUnload, "cuLibraryUnload", kFunctionsUnload, kLegacy, nullptr),
+    SR_DR(cuCtxDestroy_v2, "cuCtxDestroy", kFunctionsUnload, kLegacy, nullptr),
+    SR_DR(cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset", kFunctionsUnload, kLegacy, nullptr),
+    SR_DR(cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease", kFunctionsUnload, kLegacy, nullptr),
     SR_DR(cuProfilerStop, "cuProfilerStop", kProfilerStop, kLegacy, nullptr),
     SR_DR(cuGraphLaunch, "cuGraphLaunch", kGraphLaunch, kLegacy, graph_launch<SR_P(cuGraphLaunch)>),
     SR_DR(cuGraphLaunch_ptsz, "cuGraphLaunch", kGraphLaunch, kPerThread, graph_launch<SR_P(cuGraphLaunch_ptsz)>),
@@ -1201,6 +1207,7 @@ std::optional<trace::RecordKind> record_kind_of(CallKind kind) {
     case CallKind::kGraphEdit: return RecordKind::kGraphEdit;
     case CallKind::kProfilerStart:
     case CallKind::kProfilerStop: return std::nullopt;  // a CaptureMark, and only in a profiler window
+    case CallKind::kFunctionsUnload: return std::nullopt;  // the handles cached are forgotten
   }
   return std::nullopt;
 }

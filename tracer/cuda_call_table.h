@@ -45,6 +45,10 @@ enum class CallKind : uint8_t {
   kGraphEdit,  // the explicit graph API: graphs created and cloned, nodes, edges (GraphEdit record)
   kProfilerStart,  // cudaProfilerStart: a capture window edge with window=profiler (CaptureMark), else nothing
   kProfilerStop,
+  // A module, library or context went (cuModuleUnload, cuLibraryUnload, cuCtxDestroy, a primary
+  // context reset or release): the driver may hand out its CUfunction and CUkernel handles
+  // again, for other kernels, so what the tracer cached per handle is forgotten. No record.
+  kFunctionsUnload,
 };
 
 // The trace record a call kind becomes (nullopt: none).

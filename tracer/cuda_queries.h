@@ -29,6 +29,9 @@ class CudaQueries {
   // The (mangled) name of `func` (a CUfunction, or a CUkernel when `library_kernel`), for calls
   // whose callback names no symbol (graph kernel nodes); null when the driver cannot say.
   virtual const char* function_name(uint64_t /*func*/, bool /*library_kernel*/) { return nullptr; }
+  // A module, library or context was unloaded: what is cached per function handle goes (the
+  // driver may hand the same handle out again for another kernel).
+  virtual void forget_functions() {}
 };
 
 }  // namespace streamrace::tracer

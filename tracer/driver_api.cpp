@@ -75,6 +75,12 @@ bool DriverApi::param_layout(uint64_t func, bool library_kernel, std::vector<Par
   return ok;
 }
 
+void DriverApi::forget_functions() {
+  std::lock_guard lock(mu_);
+  layouts_.clear();
+  layout_known_.clear();
+}
+
 const char* DriverApi::function_name(uint64_t func, bool library_kernel) {
   const char* name = nullptr;
   int (*first)(const char**, void*) = library_kernel ? kernel_get_name_ : func_get_name_;

@@ -23,6 +23,7 @@ class DriverApi final : public CudaQueries {
   bool param_layout(uint64_t func, bool library_kernel, std::vector<ParamSlot>& out) override;
   trace::MemKind memory_kind(uint64_t ptr) override;
   const char* function_name(uint64_t func, bool library_kernel) override;
+  void forget_functions() override;
 
   std::string driver_version();
   std::string devices();  // "0:NVIDIA H200;1:NVIDIA H200"

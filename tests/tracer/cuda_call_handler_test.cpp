@@ -59,6 +59,8 @@ class FakeQueries : public CudaQueries {
     auto it = names.find(func);
     return it == names.end() ? nullptr : it->second.c_str();
   }
+  int forgotten = 0;  // forget_functions() calls
+  void forget_functions() override { ++forgotten; }
 };
 
 template <typename T>
@@ -347,6 +349,76 @@ TEST_F(HandlerTest, ANewRecorderGetsItsOwnNamesForCachedFunctions) {
   EXPECT_EQ(ks[0].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'0080}));
   EXPECT_EQ(queries_.layout_calls, 2);
   handler_->set_recorder(*rec_);  // before `child` goes
+}
+
+// The driver may hand a CUfunction handle out again once its module is unloaded: a kernel
+// launched under a reused handle gets its own name and parameter layout, not the unloaded
+// kernel's (every unloading call: module, library, context, primary context reset or release).
+// Without an unload the cached facts stay (the twin): a launch asks the driver once per function.
+TEST_F(HandlerTest, AFunctionHandleReusedAfterAnUnloadGetsTheNewKernelsNameAndLayout) {
+  malloc_device(0x7000'0000, 4096);
+  uint64_t p = 0x7000'0080, q = 0x7000'0100;
+  int64_t n = 3;  // an int argument (4 bytes), in a word the first kernel's layout reads whole
+  struct Unload {
+    uint32_t cbid;
+    const char* api;
+  };
+  const Unload unloads[] = {{0, ""},  // no unload: the twin
+                            {CUPTI_DRIVER_TRACE_CBID_cuModuleUnload, "cuModuleUnload"},
+                            {CUPTI_DRIVER_TRACE_CBID_cuLibraryUnload, "cuLibraryUnload"},
+                            {CUPTI_DRIVER_TRACE_CBID_cuCtxDestroy_v2, "cuCtxDestroy"},
+                            {CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxReset_v2, "cuDevicePrimaryCtxReset"},
+                            {CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRelease_v2, "cuDevicePrimaryCtxRelease"}};
+  uint32_t corr = 100;
+  int forgotten = 0;
+  uint64_t func = 0xF100;
+  for (const Unload& u : unloads) {
+    SCOPED_TRACE(u.cbid == 0 ? "no unload" : u.api);
+    ++func;  // a handle of its own per case
+    // The first kernel: fill(float*), one pointer.
+    queries_.layouts[func] = {{0, 8}};
+    void* args1[] = {&p};
+    cuLaunchKernel_params first{as_ptr<CUfunc_st>(func), 1, 1, 1, 32, 1, 1, 0, nullptr, args1, nullptr};
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &first, 0, ++corr, "_Z4fillPf");
+    if (u.cbid != 0) {
+      uint8_t params[64] = {};  // every unload's parameters: handles the handler does not read
+      driver(u.cbid, params);
+      ++forgotten;
+    }
+    // The same handle now names scale(int, float*): an int, then a pointer at offset 8.
+    queries_.layouts[func] = {{0, 4}, {8, 8}};
+    void* args2[] = {&n, &q};
+    cuLaunchKernel_params second{as_ptr<CUfunc_st>(func), 1, 1, 1, 32, 1, 1, 0, nullptr, args2, nullptr};
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &second, 0, ++corr, "_Z5scaleiPf");
+    EXPECT_EQ(queries_.forgotten, forgotten);
+  }
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 2 * std::size(unloads));
+  for (size_t i = 0; i < std::size(unloads); ++i) {
+    SCOPED_TRACE(i);
+    const auto a = ks[2 * i].as<trace::KernelLaunchHead>(), b = ks[2 * i + 1].as<trace::KernelLaunchHead>();
+    if (unloads[i].cbid == 0) {
+      // No unload: the second launch is taken for the first kernel (the facts are cached).
+      EXPECT_EQ(t.str(a.name_id), "fill(float*)");
+      EXPECT_EQ(t.str(b.name_id), "fill(float*)");
+      EXPECT_EQ(ks[2 * i + 1].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{}));  // n is no pointer
+      continue;
+    }
+    EXPECT_EQ(t.str(a.name_id), "fill(float*)");
+    EXPECT_EQ(ks[2 * i].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'0080}));
+    EXPECT_EQ(t.str(b.name_id), "scale(int, float*)");
+    EXPECT_EQ(ks[2 * i + 1].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'0100}));
+  }
+  // One layout query per kernel: the first kernel's again after each unload.
+  EXPECT_EQ(queries_.layout_calls, 1 + 2 * (int(std::size(unloads)) - 1));
+  // An unload is no record.
+  for (const auto& r : t.records) {
+    if (r.body.size() < sizeof(trace::CallInfo) || r.kind == RecordKind::kNotice) continue;
+    trace::CallInfo ci;
+    std::memcpy(&ci, r.body.data(), sizeof ci);
+    EXPECT_EQ(t.str(ci.api_id).find("Unload"), std::string::npos);
+  }
 }
 
 TEST_F(HandlerTest, PackedArgumentBufferIsScannedAtLayoutOffsets) {
@@ -838,7 +910,8 @@ TEST(CallTable, RowsAreUniqueNamedAndReadTheirParameters) {
     ASSERT_NE(s.name, nullptr);
     EXPECT_EQ(find_call(s.domain, s.cbid), &s) << s.name;
     const bool needs_no_params = s.kind == CallKind::kScopeOnly || s.kind == CallKind::kDeviceSynchronize ||
-                                 s.kind == CallKind::kProfilerStart || s.kind == CallKind::kProfilerStop;
+                                 s.kind == CallKind::kProfilerStart || s.kind == CallKind::kProfilerStop ||
+                                 s.kind == CallKind::kFunctionsUnload;
     EXPECT_EQ(s.extract == nullptr, needs_no_params) << s.name;
     if (s.kind == CallKind::kScopeOnly) {
       EXPECT_EQ(s.domain, ApiDomain::kRuntime) << s.name;
