@@ -146,8 +146,7 @@ uint32_t StackCapture::capture_python(TracerThreadState& ts) {
       // A key whose walk gave no frames is kept too (id 0): a thread with a Python thread state
       // but no complete frame (PyTorch's autograd threads launching backward kernels) would
       // otherwise take the GIL back at every launch only to find nothing.
-      auto [at, inserted] = cache.by_site.emplace(key, SiteCache::Entry{id, 1});
-      (void)inserted;
+      auto at = cache.by_site.emplace(key, SiteCache::Entry{id, 1}).first;
       if (slot.entry != nullptr) slot.entry->uses = slot.uses;
       slot = SiteCache::Slot{key.a, key.b, &at->second, id, 1};
       if (id != 0) {
