@@ -64,6 +64,12 @@ class AllocationTable {
   };
   Bounds bounds() const { return Bounds{lo_.load(std::memory_order_relaxed), hi_.load(std::memory_order_relaxed)}; }
   size_t size() const;
+  // Every live allocation, in address order, under the shared lock (`f` must not call back).
+  template <typename F>
+  void for_each(F&& f) const {
+    std::shared_lock lock(mu_);
+    for (const auto& [base, a] : by_base_) f(a);
+  }
 
   static trace::MemKind mem_kind_of(trace::AllocKind k);
 

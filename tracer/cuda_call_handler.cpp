@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tracer/args_hash.h"
+#include "tracer/launch_corpus.h"
 #include "tracer/self_time.h"
 #include "tracer/thread_state.h"
 
@@ -850,6 +851,8 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
         scan_words(out, words);
         nhashed += padded;
       }
+      if (corpus_ != nullptr && launch) [[unlikely]]
+        corpus_->add(call.func, name, layout, call, ptrs, allocs_);
     }
   }
   h.nptrs = uint32_t(ptrs.size());

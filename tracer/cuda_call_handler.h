@@ -30,6 +30,8 @@
 
 namespace streamrace::tracer {
 
+class LaunchCorpus;
+
 struct ApiCall {
   ApiDomain domain = ApiDomain::kRuntime;
   bool enter = true;
@@ -73,6 +75,9 @@ class CudaCallHandler {
   // Built-in kernel signatures bound the words scanned in the parameters they describe
   // (tracer/kernel_signatures.h); on by default (setting kernel_signatures).
   void set_kernel_signatures(bool on) { kernel_signatures_ = on; }
+  // Setting launch_corpus (a benchmark's): every scanned launch is also written there
+  // (tracer/launch_corpus.h); the caller owns it and keeps it for the handler's life.
+  void set_launch_corpus(LaunchCorpus* corpus) { corpus_ = corpus; }
   // --host-accesses: told about pinned memory, async copies and host synchronisations, and
   // drained of the host accesses it caught at the start of every call.
   void set_host_access_tracker(HostAccessTracker* t) { host_ = t; }
@@ -147,6 +152,7 @@ class CudaCallHandler {
   StackCapture* stacks_;
   HostAccessTracker* host_ = nullptr;
   bool kernel_signatures_ = true;
+  LaunchCorpus* corpus_ = nullptr;
   // Per callback id of each domain: the call's row (null: not one the tracer records) and
   // its API name's string id (0 until first used), side by side.
   // The row is copied in: the callback reads one line for both.

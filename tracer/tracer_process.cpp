@@ -20,6 +20,7 @@
 #include "tracer/precise/sanitizer_session.h"
 #endif
 #include "tracer/self_time.h"
+#include "tracer/launch_corpus.h"
 #include "tracer/tracer_settings.h"
 
 namespace streamrace::tracer {
@@ -227,6 +228,14 @@ void TracerProcess::create_core_locked() {
   auto* handler = new CudaCallHandler(*recorder_, allocs_, driver_, stacks_);
   if (TorchAllocatorHook::enabled_by_env()) handler->set_torch_allocator_hook(new TorchAllocatorHook(*handler));
   handler->set_kernel_signatures(tracer_setting("kernel_signatures").value_or("1") != "0");
+  if (auto spec = tracer_setting("launch_corpus")) {  // a benchmark's (tracer/launch_corpus.h)
+    std::string why;
+    if (auto corpus = LaunchCorpus::open(*spec, &why)) {
+      handler->set_launch_corpus(corpus.release());  // lives as long as the handler
+    } else {
+      std::fprintf(stderr, "streamrace: %s\n", why.c_str());
+    }
+  }
   handler_.store(handler);
   install_exit_hooks();
   // After the exit hooks: the guard's SIGSEGV handler must sit on top of the tracer's own

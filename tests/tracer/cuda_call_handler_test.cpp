@@ -16,13 +16,16 @@
 
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "tests/tracer/trace_contents.h"
 #include "traceformat/call_stream.h"
 #include "tracer/cuda_call_handler.h"
+#include "tracer/launch_corpus.h"
 #include "tracer/cuda_call_table.h"
 #include "tracer/thread_state.h"
 
@@ -440,6 +443,46 @@ TEST_F(HandlerTest, PackedArgumentBufferIsScannedAtLayoutOffsets) {
   EXPECT_EQ(k.correlation, 40u);
   EXPECT_EQ(t.str(k.call.api_id), "cuLaunchKernel");
   EXPECT_EQ(ks[0].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'0800}));
+}
+
+// Setting launch_corpus (bench/launch_replay.cpp reads it): after SKIP launches, COUNT are
+// written with their function (once), the allocations their pointers fell into (once each),
+// their parameter bytes, then the table live at the end; later launches are not written.
+TEST_F(HandlerTest, ALaunchCorpusHoldsTheLaunchesAfterSkipUpToCount) {
+  malloc_device(0x7000'0000, 4096);
+  malloc_device(0x7100'0000, 256);
+  const uint64_t func = 0xF00D;
+  queries_.layouts[func] = {{0, 4}, {8, 8}};
+  const auto path = dir_ / "corpus.txt";
+  std::string why;
+  auto corpus = LaunchCorpus::open(path.string() + ":1:2", &why);
+  ASSERT_TRUE(corpus) << why;
+  handler_->set_launch_corpus(corpus.get());
+  int n = 0x0a0b0c0d;
+  uint64_t ptr = 0x7000'0010;
+  void* args[] = {&n, &ptr};
+  cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 8, 2, 1, 256, 1, 1, 0, nullptr, args, nullptr};
+  for (uint32_t i = 0; i < 4; ++i) {
+    ptr = 0x7000'0010 + i;  // launch 1 (skipped) .. 4 (past COUNT)
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 40 + i, "_Z1kiPf");
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str(),
+            "streamrace-launch-corpus 1\n"
+            "func 0 f00d 2 0:4 8:8 _Z1kiPf\n"
+            "alloc 70000000 1000 1\n"  // trace::AllocKind::kDevice
+            "launch 0 8 2 1 256 1 1 0d0c0b0a1100007000000000\n"
+            "launch 0 8 2 1 256 1 1 0d0c0b0a1200007000000000\n"
+            "table 2\n"
+            "alloc 70000000 1000 1\n"
+            "alloc 71000000 100 1\n");
+  EXPECT_EQ(finish().of(RecordKind::kKernelLaunch).size(), 4u);  // the trace has them all
+  EXPECT_FALSE(LaunchCorpus::open("", &why));
+  EXPECT_EQ(why, "launch_corpus: no file named in '' (PATH[:SKIP[:COUNT]])");
+  EXPECT_FALSE(LaunchCorpus::open((dir_ / "no" / "such").string(), &why));
+  EXPECT_EQ(why, "launch_corpus: cannot write " + (dir_ / "no" / "such").string() + ": No such file or directory");
 }
 
 // PyTorch's cat passes its inputs in a by-value struct of 128 pointer slots and fills only the

@@ -1,0 +1,303 @@
+// streamrace-launch-replay: a real job's kernel launches, as recorded on the GPU machine by the
+// tracer's launch_corpus setting (tracer/launch_corpus.h), fed back through CudaCallHandler on
+// a machine with no GPU: each launch as the driver launch's exit callback the tracer sees, with
+// the recorded parameter bytes, the recorded functions' names and layouts (as the driver gave
+// them) and the recorded allocations live in the table. So the argument scan and the record
+// cost what they cost on that job's launches (PyTorch's OffsetCalculator structs, cuBLAS and
+// flash-attention parameter blocks, the pointers' spread over segments), not on a synthetic
+// kernel's; no stacks (StackCapture has its own benchmarks).
+//
+//   streamrace-launch-replay CORPUS [LAUNCHES] [COLD_KIB]
+//
+// CORPUS: the text file, or the same compressed with zstd (.zst). LAUNCHES (default 100000):
+// the corpus's launches replayed in order, again from the start when they run out. COLD_KIB
+// (default 0): as in bench/handler_cost.cpp, between launches the loop writes COLD_KIB KiB of
+// other memory and is timed in blocks with and without the callbacks, alternating; the figure
+// printed is the median of the blocks' differences. Under callgrind, bench/launch_replay.sh
+// counts instructions and cache misses per launch. Exit status 2 when the corpus does not read.
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <cupti_driver_cbid.h>
+#include <generated_cuda_meta.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bench/bench_support.h"
+#include "tracer/allocation_table.h"
+#include "tracer/cuda_call_handler.h"
+#include "tracer/cuda_queries.h"
+#include "tracer/thread_state.h"
+#include "tracer/trace_recorder.h"
+
+using namespace streamrace;
+using namespace streamrace::tracer;
+using bench::now_ns;
+
+namespace {
+
+struct Function {
+  uint64_t handle = 0;
+  std::string name;
+  std::vector<ParamSlot> layout;
+};
+
+struct Launch {
+  uint32_t function = 0;
+  uint32_t grid[3], block[3];
+  size_t bytes_at = 0;  // into Corpus::bytes
+};
+
+struct Corpus {
+  std::vector<Function> functions;
+  std::vector<Launch> launches;
+  std::vector<uint8_t> bytes;
+  std::vector<LiveAllocation> seen;   // allocations the launches' pointers fell into, in order
+  std::vector<LiveAllocation> table;  // those live when the corpus ended
+};
+
+// The recorded functions' layouts and names, as the driver gave them on the GPU machine.
+class ReplayQueries : public CudaQueries {
+ public:
+  explicit ReplayQueries(const Corpus& c) {
+    for (const Function& f : c.functions) by_handle_[f.handle] = &f;
+  }
+  uint32_t device_of_context(uint64_t) override { return 0; }
+  bool param_layout(uint64_t func, bool, std::vector<ParamSlot>& out) override {
+    auto it = by_handle_.find(func);
+    if (it == by_handle_.end()) return false;
+    out = it->second->layout;
+    return true;
+  }
+  trace::MemKind memory_kind(uint64_t) override { return trace::MemKind::kDevice; }
+  const char* function_name(uint64_t func, bool) override {
+    auto it = by_handle_.find(func);
+    return it == by_handle_.end() ? nullptr : it->second->name.c_str();
+  }
+
+ private:
+  std::unordered_map<uint64_t, const Function*> by_handle_;
+};
+
+bool read_text(const std::string& path, std::string& text, std::string& why) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    why = "cannot be read";
+    return false;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string raw = ss.str();
+  if (raw.size() >= 4 && uint8_t(raw[0]) == 0x28 && uint8_t(raw[1]) == 0xB5 && uint8_t(raw[2]) == 0x2F &&
+      uint8_t(raw[3]) == 0xFD) {
+    const unsigned long long n = ZSTD_getFrameContentSize(raw.data(), raw.size());
+    if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (1ull << 31)) {
+      why = "is not a zstd frame of known size";
+      return false;
+    }
+    text.resize(n);
+    const size_t got = ZSTD_decompress(text.data(), text.size(), raw.data(), raw.size());
+    if (ZSTD_isError(got) || got != n) {
+      why = std::string("does not decompress: ") + (ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
+      return false;
+    }
+    return true;
+  }
+  text = std::move(raw);
+  return true;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+bool parse(const std::string& text, Corpus& c, std::string& why) {
+  std::istringstream in(text);
+  std::string line;
+  size_t lineno = 0;
+  bool in_table = false;
+  auto fail = [&](const std::string& what) {
+    why = "line " + std::to_string(lineno) + ": " + what;
+    return false;
+  };
+  while (std::getline(in, line)) {
+    ++lineno;
+    std::istringstream f(line);
+    std::string kind;
+    f >> kind;
+    if (lineno == 1) {
+      int version = 0;
+      if (kind != "streamrace-launch-corpus" || !(f >> version) || version != 1)
+        return fail("not a launch corpus of version 1 (its first line is 'streamrace-launch-corpus 1')");
+      continue;
+    }
+    if (kind == "func") {
+      Function fn;
+      uint32_t id = 0;
+      size_t n = 0;
+      if (!(f >> id >> std::hex >> fn.handle >> std::dec >> n) || id != c.functions.size() || n > 4096)
+        return fail("a func line is 'func ID HANDLE NSLOTS OFFSET:SIZE... NAME', IDs in order");
+      for (size_t i = 0; i < n; ++i) {
+        std::string slot;
+        f >> slot;
+        unsigned off = 0, size = 0;
+        char colon = 0;
+        std::istringstream s(slot);
+        if (!(s >> off >> colon >> size) || colon != ':' || size > 32768) return fail("bad slot '" + slot + "'");
+        fn.layout.push_back(ParamSlot{off, size});
+      }
+      if (!(f >> fn.name)) return fail("a func line without a name");
+      c.functions.push_back(std::move(fn));
+    } else if (kind == "alloc") {
+      LiveAllocation a;
+      unsigned k = 0;
+      if (!(f >> std::hex >> a.base >> a.bytes >> std::dec >> k)) return fail("an alloc line is 'alloc BASE BYTES KIND'");
+      a.kind = trace::AllocKind(k);
+      (in_table ? c.table : c.seen).push_back(a);
+    } else if (kind == "launch") {
+      Launch l;
+      std::string hex;
+      if (!(f >> l.function >> l.grid[0] >> l.grid[1] >> l.grid[2] >> l.block[0] >> l.block[1] >> l.block[2]) ||
+          l.function >= c.functions.size())
+        return fail("a launch line is 'launch ID GX GY GZ BX BY BZ HEX' of a func before it");
+      f >> hex;
+      size_t want = 0;
+      for (const ParamSlot& s : c.functions[l.function].layout) want += s.size;
+      if (hex.size() != 2 * want) return fail("a launch's bytes do not match its function's layout");
+      l.bytes_at = c.bytes.size();
+      for (size_t i = 0; i < want; ++i) {
+        const int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) return fail("a launch's bytes are not hex");
+        c.bytes.push_back(uint8_t(hi * 16 + lo));
+      }
+      c.launches.push_back(l);
+    } else if (kind == "table") {
+      in_table = true;
+    } else if (!kind.empty()) {
+      return fail("unknown line '" + kind + "'");
+    }
+  }
+  if (c.launches.empty()) {
+    why = "holds no launch";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: streamrace-launch-replay CORPUS [LAUNCHES] [COLD_KIB]\n");
+    return 2;
+  }
+  const std::string path = argv[1];
+  const long launches = argc > 2 ? std::atol(argv[2]) : 100000;
+  const size_t cold_kib = argc > 3 ? size_t(std::atol(argv[3])) : 0;
+  Corpus corpus;
+  std::string text, why;
+  if (!read_text(path, text, why) || !parse(text, corpus, why)) {
+    std::fprintf(stderr, "streamrace-launch-replay: %s %s\n", path.c_str(), why.c_str());
+    return 2;
+  }
+  text.clear();
+  const auto dir = std::filesystem::temp_directory_path() / ("sr_launch_replay_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  RecorderOptions o;
+  o.path = (dir / "t.srace").string();
+  o.header_provider = [] {
+    trace::TraceHeader h;
+    h.producer = "launch replay";
+    return h;
+  };
+  TraceRecorder rec(o);
+  AllocationTable allocs;
+  // The allocations the launches' pointers fell into, then those live at the end; one that
+  // overlaps one already in (a segment freed and another made there) stays out.
+  auto add = [&](const LiveAllocation& a) {
+    if (a.bytes == 0 || allocs.find(a.base) || allocs.find(a.base + a.bytes - 1)) return;
+    allocs.insert(a);
+  };
+  for (const LiveAllocation& a : corpus.seen) add(a);
+  for (const LiveAllocation& a : corpus.table) add(a);
+  ReplayQueries queries(corpus);
+  CudaCallHandler handler(rec, allocs, queries, nullptr);
+  thread_state() = TracerThreadState{};
+  // Each launch's kernelParams: a pointer per parameter into its recorded bytes.
+  std::vector<std::vector<void*>> args(corpus.launches.size());
+  size_t param_bytes = 0;
+  for (size_t i = 0; i < corpus.launches.size(); ++i) {
+    const Launch& l = corpus.launches[i];
+    size_t at = l.bytes_at;
+    for (const ParamSlot& s : corpus.functions[l.function].layout) {
+      args[i].push_back(corpus.bytes.data() + at);
+      at += s.size;
+    }
+    param_bytes += at - l.bytes_at;
+  }
+  const CUstream stream = reinterpret_cast<CUstream>(0x5000);
+  std::vector<uint64_t> other(cold_kib * 1024 / sizeof(uint64_t) + 1);
+  auto other_work = [&] {  // one write per cache line of `other`
+    for (size_t k = 0; k < other.size(); k += 8) other[k] += k;
+  };
+  auto launch = [&](long i) {
+    const size_t n = size_t(i) % corpus.launches.size();
+    const Launch& l = corpus.launches[n];
+    const Function& fn = corpus.functions[l.function];
+    cuLaunchKernel_params p{reinterpret_cast<CUfunction>(fn.handle), l.grid[0], l.grid[1], l.grid[2], l.block[0],
+                            l.block[1], l.block[2], 0, stream, args[n].data(), nullptr};
+    handler.on_call(ApiCall{ApiDomain::kDriver, false, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, fn.name.c_str(), &p, 0,
+                            uint32_t(i + 1), 0x100});
+  };
+  std::printf("corpus %s: %zu launches of %zu functions, %.0f parameter bytes per launch, %zu allocations in the table\n",
+              path.c_str(), corpus.launches.size(), corpus.functions.size(),
+              double(param_bytes) / double(corpus.launches.size()), allocs.size());
+  if (cold_kib > 0) {
+    constexpr long kBlock = 2000;
+    std::vector<double> on, off, added;
+    long i = 0;
+    for (long pair = 0; i < launches; ++pair) {
+      double cost[2];
+      for (int half = 0; half < 2; ++half) {
+        const bool traced = (half == 0) == (pair % 2 == 0);
+        const double c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+        for (long k = 0; k < kBlock; ++k, ++i) {
+          other_work();
+          if (traced) launch(i);
+        }
+        cost[traced ? 0 : 1] = (now_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / double(kBlock);
+      }
+      on.push_back(cost[0]);
+      off.push_back(cost[1]);
+      added.push_back(cost[0] - cost[1]);
+    }
+    rec.close();
+    std::filesystem::remove_all(dir);
+    auto median = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    std::printf("launches=%ld cold_kib=%zu: %.1f ns added per launch (median of %zu pairs of blocks; thread CPU time; "
+                "loop alone %.1f ns)\n",
+                launches, cold_kib, median(added), added.size(), median(off));
+    return 0;
+  }
+  const double cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+  for (long i = 0; i < launches; ++i) launch(i);
+  const double cpu = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+  rec.close();
+  std::filesystem::remove_all(dir);
+  std::printf("launches=%ld: %.1f ns per launch (thread CPU time)\n", launches, cpu / double(launches));
+  return 0;
+}

@@ -1,0 +1,57 @@
+// LaunchCorpus: a benchmark's record of real kernel launches as the argument scan sees them
+// (setting launch_corpus, docs/tracer.md): each launched function's mangled name and parameter
+// layout, each launch's grid, block and parameter bytes, and the live allocations its pointer
+// words fell into, written as text. bench/launch_replay.cpp feeds such a file back through
+// CudaCallHandler on the CPU machine, so that the scan's cost on a real job's launches can be
+// measured (and profiled under callgrind) where no GPU is. Not for tracing: it slows every
+// launch it writes and stops writing after COUNT of them.
+//
+// The file, one item per line:
+//   streamrace-launch-corpus 1
+//   func ID HANDLE NSLOTS OFFSET:SIZE... NAME
+//   alloc BASE BYTES KIND          (hex base and bytes; KIND a trace::AllocKind)
+//   launch ID GX GY GZ BX BY BZ HEX   (every parameter's bytes, in layout order, back to back)
+//   table N                         (at the end: the N allocations live then follow as alloc lines)
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "tracer/allocation_table.h"
+#include "tracer/cuda_queries.h"
+
+namespace streamrace::tracer {
+
+struct CudaCall;
+
+class LaunchCorpus {
+ public:
+  // SPEC: PATH[:SKIP[:COUNT]] (SKIP launches first go unwritten, then COUNT are written;
+  // defaults 0 and 20000). Null, with `why` set, when SPEC is malformed or PATH cannot be written.
+  static std::unique_ptr<LaunchCorpus> open(const std::string& spec, std::string* why);
+  ~LaunchCorpus();
+  // One scanned launch of `func` (its callback's `name`), its parameters at `layout`.
+  void add(uint64_t func, const char* name, std::span<const ParamSlot> layout, const CudaCall& call,
+           std::span<const uint64_t> live_words, const AllocationTable& allocs);
+  // Writes the live allocations and closes the file (also done by the destructor).
+  void finish(const AllocationTable& allocs);
+
+ private:
+  void finish_locked(const AllocationTable& allocs);
+  LaunchCorpus(std::FILE* f, uint64_t skip, uint64_t count) : f_(f), skip_(skip), count_(count) {}
+  std::mutex mu_;
+  std::FILE* f_;
+  uint64_t skip_, count_;
+  uint64_t seen_ = 0;
+  std::unordered_map<uint64_t, uint32_t> ids_;
+  std::unordered_set<uint64_t> allocs_written_;
+};
+
+}  // namespace streamrace::tracer
