@@ -38,6 +38,7 @@
 #include "tracer/cuda_queries.h"
 #include "tracer/thread_state.h"
 #include "tracer/trace_recorder.h"
+#include "traceformat/trace_file.h"
 
 using namespace streamrace;
 using namespace streamrace::tracer;
@@ -53,6 +54,7 @@ struct Function {
 
 struct Launch {
   uint32_t function = 0;
+  uint32_t nptrs = 0;  // the pointers the tracer's scan found on the GPU machine
   uint32_t grid[3], block[3];
   size_t bytes_at = 0;  // into Corpus::bytes
 };
@@ -99,15 +101,21 @@ bool read_text(const std::string& path, std::string& text, std::string& why) {
   std::string raw = ss.str();
   if (raw.size() >= 4 && uint8_t(raw[0]) == 0x28 && uint8_t(raw[1]) == 0xB5 && uint8_t(raw[2]) == 0x2F &&
       uint8_t(raw[3]) == 0xFD) {
-    const unsigned long long n = ZSTD_getFrameContentSize(raw.data(), raw.size());
-    if (n == ZSTD_CONTENTSIZE_ERROR || n == ZSTD_CONTENTSIZE_UNKNOWN || n > (1ull << 31)) {
-      why = "is not a zstd frame of known size";
-      return false;
+    // Streamed: a file zstd wrote from a pipe does not say its size.
+    ZSTD_DStream* z = ZSTD_createDStream();
+    ZSTD_inBuffer in{raw.data(), raw.size(), 0};
+    std::vector<char> buf(1 << 20);
+    size_t rc = 1;
+    while (in.pos < in.size) {
+      ZSTD_outBuffer out{buf.data(), buf.size(), 0};
+      rc = ZSTD_decompressStream(z, &out, &in);
+      if (ZSTD_isError(rc)) break;
+      text.append(buf.data(), out.pos);
+      if (text.size() > (1ull << 31)) break;
     }
-    text.resize(n);
-    const size_t got = ZSTD_decompress(text.data(), text.size(), raw.data(), raw.size());
-    if (ZSTD_isError(got) || got != n) {
-      why = std::string("does not decompress: ") + (ZSTD_isError(got) ? ZSTD_getErrorName(got) : "short");
+    ZSTD_freeDStream(z);
+    if (ZSTD_isError(rc) || rc != 0) {
+      why = std::string("does not decompress: ") + (ZSTD_isError(rc) ? ZSTD_getErrorName(rc) : "truncated or too large");
       return false;
     }
     return true;
@@ -168,9 +176,9 @@ bool parse(const std::string& text, Corpus& c, std::string& why) {
     } else if (kind == "launch") {
       Launch l;
       std::string hex;
-      if (!(f >> l.function >> l.grid[0] >> l.grid[1] >> l.grid[2] >> l.block[0] >> l.block[1] >> l.block[2]) ||
+      if (!(f >> l.function >> l.nptrs >> l.grid[0] >> l.grid[1] >> l.grid[2] >> l.block[0] >> l.block[1] >> l.block[2]) ||
           l.function >= c.functions.size())
-        return fail("a launch line is 'launch ID GX GY GZ BX BY BZ HEX' of a func before it");
+        return fail("a launch line is 'launch ID NPTRS GX GY GZ BX BY BZ HEX' of a func before it");
       f >> hex;
       size_t want = 0;
       for (const ParamSlot& s : c.functions[l.function].layout) want += s.size;
@@ -251,8 +259,11 @@ int main(int argc, char** argv) {
   auto other_work = [&] {  // one write per cache line of `other`
     for (size_t k = 0; k < other.size(); k += 8) other[k] += k;
   };
+  std::vector<uint32_t> replayed;  // the corpus's launch of each traced launch, in order
+  replayed.reserve(size_t(launches));
   auto launch = [&](long i) {
     const size_t n = size_t(i) % corpus.launches.size();
+    replayed.push_back(uint32_t(n));
     const Launch& l = corpus.launches[n];
     const Function& fn = corpus.functions[l.function];
     cuLaunchKernel_params p{reinterpret_cast<CUfunction>(fn.handle), l.grid[0], l.grid[1], l.grid[2], l.block[0],
@@ -263,6 +274,19 @@ int main(int argc, char** argv) {
   std::printf("corpus %s: %zu launches of %zu functions, %.0f parameter bytes per launch, %zu allocations in the table\n",
               path.c_str(), corpus.launches.size(), corpus.functions.size(),
               double(param_bytes) / double(corpus.launches.size()), allocs.size());
+  // The trace the replay wrote: each launch's pointers, against what the tracer found on the
+  // GPU machine (a difference: the replay's table or layouts are not the job's).
+  auto check = [&] {
+    rec.close();
+    size_t k = 0, same = 0;
+    trace::TraceReader reader(o.path);
+    reader.for_each([&](const trace::RecordView& v) {
+      if (v.kind != trace::RecordKind::kKernelLaunch || k >= replayed.size()) return;
+      same += v.as<trace::KernelLaunchHead>().nptrs == corpus.launches[replayed[k++]].nptrs;
+    });
+    std::filesystem::remove_all(dir);
+    std::printf("pointers found: as on the GPU machine in %zu of %zu launches\n", same, replayed.size());
+  };
   if (cold_kib > 0) {
     constexpr long kBlock = 2000;
     std::vector<double> on, off, added;
@@ -282,8 +306,7 @@ int main(int argc, char** argv) {
       off.push_back(cost[1]);
       added.push_back(cost[0] - cost[1]);
     }
-    rec.close();
-    std::filesystem::remove_all(dir);
+    check();
     auto median = [](std::vector<double> v) {
       std::sort(v.begin(), v.end());
       return v[v.size() / 2];
@@ -296,8 +319,7 @@ int main(int argc, char** argv) {
   const double cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
   for (long i = 0; i < launches; ++i) launch(i);
   const double cpu = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
-  rec.close();
-  std::filesystem::remove_all(dir);
   std::printf("launches=%ld: %.1f ns per launch (thread CPU time)\n", launches, cpu / double(launches));
+  check();
   return 0;
 }

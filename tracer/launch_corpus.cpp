@@ -69,7 +69,7 @@ void LaunchCorpus::add(uint64_t func, const char* name, std::span<const ParamSlo
     if (!a || !allocs_written_.insert(a->base).second) continue;
     std::fprintf(f_, "alloc %" PRIx64 " %" PRIx64 " %u\n", a->base, a->bytes, unsigned(a->kind));
   }
-  std::fprintf(f_, "launch %u %u %u %u %u %u %u ", it->second, call.grid[0], call.grid[1], call.grid[2],
+  std::fprintf(f_, "launch %u %zu %u %u %u %u %u %u ", it->second, live_words.size(), call.grid[0], call.grid[1], call.grid[2],
                call.block[0], call.block[1], call.block[2]);
   for (size_t i = 0; i < layout.size(); ++i) {
     const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset

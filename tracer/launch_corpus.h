@@ -10,7 +10,8 @@
 //   streamrace-launch-corpus 1
 //   func ID HANDLE NSLOTS OFFSET:SIZE... NAME
 //   alloc BASE BYTES KIND          (hex base and bytes; KIND a trace::AllocKind)
-//   launch ID GX GY GZ BX BY BZ HEX   (every parameter's bytes, in layout order, back to back)
+//   launch ID NPTRS GX GY GZ BX BY BZ HEX   (the pointers the scan found; every parameter's
+//                                           bytes, in layout order, back to back)
 //   table N                         (at the end: the N allocations live then follow as alloc lines)
 #pragma once
 

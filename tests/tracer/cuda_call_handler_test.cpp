@@ -473,8 +473,8 @@ TEST_F(HandlerTest, ALaunchCorpusHoldsTheLaunchesAfterSkipUpToCount) {
             "streamrace-launch-corpus 1\n"
             "func 0 f00d 2 0:4 8:8 _Z1kiPf\n"
             "alloc 70000000 1000 1\n"  // trace::AllocKind::kDevice
-            "launch 0 8 2 1 256 1 1 0d0c0b0a1100007000000000\n"
-            "launch 0 8 2 1 256 1 1 0d0c0b0a1200007000000000\n"
+            "launch 0 1 8 2 1 256 1 1 0d0c0b0a1100007000000000\n"
+            "launch 0 1 8 2 1 256 1 1 0d0c0b0a1200007000000000\n"
             "table 2\n"
             "alloc 70000000 1000 1\n"
             "alloc 71000000 100 1\n");
