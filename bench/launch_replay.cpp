@@ -7,24 +7,29 @@
 // flash-attention parameter blocks, the pointers' spread over segments), not on a synthetic
 // kernel's; no stacks (StackCapture has its own benchmarks).
 //
-//   streamrace-launch-replay CORPUS [LAUNCHES] [COLD_KIB]
+//   streamrace-launch-replay CORPUS [LAUNCHES] [COLD_KIB] [COLD_CODE_KIB]
 //
 // CORPUS: the text file, or the same compressed with zstd (.zst). LAUNCHES (default 100000):
 // the corpus's launches replayed in order, again from the start when they run out. COLD_KIB
 // (default 0): as in bench/handler_cost.cpp, between launches the loop writes COLD_KIB KiB of
 // other memory and is timed in blocks with and without the callbacks, alternating; the figure
-// printed is the median of the blocks' differences. Under callgrind, bench/launch_replay.sh
+// printed is the median of the blocks' differences. COLD_CODE_KIB (default 0): the same loop
+// also runs through COLD_CODE_KIB KiB of other code (one jump per 64-byte line), as PyTorch's
+// dispatch does between two launches, so that the handler's code is no longer in the
+// instruction cache either. Under callgrind, bench/launch_replay.sh
 // counts instructions and cache misses per launch. Exit status 2 when the corpus does not read.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cupti_driver_cbid.h>
 #include <generated_cuda_meta.h>
+#include <sys/mman.h>
 #include <unistd.h>
 #include <zstd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -213,6 +218,7 @@ int main(int argc, char** argv) {
   const std::string path = argv[1];
   const long launches = argc > 2 ? std::atol(argv[2]) : 100000;
   const size_t cold_kib = argc > 3 ? size_t(std::atol(argv[3])) : 0;
+  const size_t cold_code_kib = argc > 4 ? size_t(std::atol(argv[4])) : 0;
   Corpus corpus;
   std::string text, why;
   if (!read_text(path, text, why) || !parse(text, corpus, why)) {
@@ -256,8 +262,32 @@ int main(int argc, char** argv) {
   }
   const CUstream stream = reinterpret_cast<CUstream>(0x5000);
   std::vector<uint64_t> other(cold_kib * 1024 / sizeof(uint64_t) + 1);
-  auto other_work = [&] {  // one write per cache line of `other`
+  // Other code: each 64-byte line a short jump to the next, the last a return.
+  using CodeFn = void (*)();
+  CodeFn other_code = nullptr;
+  if (cold_code_kib > 0) {
+    const size_t bytes = cold_code_kib * 1024;
+    void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      std::fprintf(stderr, "streamrace-launch-replay: no memory for %zu KiB of code\n", cold_code_kib);
+      return 2;
+    }
+    auto* code = static_cast<uint8_t*>(m);
+    std::memset(code, 0x90, bytes);  // nop
+    for (size_t at = 0; at + 64 < bytes; at += 64) {
+      code[at] = 0xEB;  // jmp rel8: to the next line
+      code[at + 1] = 62;
+    }
+    code[bytes - 64] = 0xC3;  // ret
+    if (mprotect(m, bytes, PROT_READ | PROT_EXEC) != 0) {
+      std::fprintf(stderr, "streamrace-launch-replay: cannot make code executable\n");
+      return 2;
+    }
+    other_code = reinterpret_cast<CodeFn>(m);
+  }
+  auto other_work = [&] {  // one write per cache line of `other`, one jump per line of code
     for (size_t k = 0; k < other.size(); k += 8) other[k] += k;
+    if (other_code) other_code();
   };
   std::vector<uint32_t> replayed;  // the corpus's launch of each traced launch, in order
   replayed.reserve(size_t(launches));
@@ -287,7 +317,7 @@ int main(int argc, char** argv) {
     std::filesystem::remove_all(dir);
     std::printf("pointers found: as on the GPU machine in %zu of %zu launches\n", same, replayed.size());
   };
-  if (cold_kib > 0) {
+  if (cold_kib > 0 || cold_code_kib > 0) {
     constexpr long kBlock = 2000;
     std::vector<double> on, off, added;
     long i = 0;
@@ -311,9 +341,9 @@ int main(int argc, char** argv) {
       std::sort(v.begin(), v.end());
       return v[v.size() / 2];
     };
-    std::printf("launches=%ld cold_kib=%zu: %.1f ns added per launch (median of %zu pairs of blocks; thread CPU time; "
+    std::printf("launches=%ld cold_kib=%zu cold_code_kib=%zu: %.1f ns added per launch (median of %zu pairs of blocks; thread CPU time; "
                 "loop alone %.1f ns)\n",
-                launches, cold_kib, median(added), added.size(), median(off));
+                launches, cold_kib, cold_code_kib, median(added), added.size(), median(off));
     return 0;
   }
   const double cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);

@@ -663,6 +663,57 @@ LaunchScratch& launch_scratch(TracerThreadState& ts) {
 constexpr uint64_t kPointerMark = 0x5A17'0000'0000'0000ull;
 }  // namespace
 
+// A function this thread has not launched since its front entry went to another (or ever):
+// its facts from the map, or from the driver and the name table, into the front. Out of line
+// and cold: the launch path's code stays a few dense cache lines (PyTorch's work between two
+// launches evicts the instruction cache).
+namespace {
+__attribute__((noinline, cold)) void fill_facts(CudaCallHandler& handler, bool kernel_signatures,
+                                                LaunchScratch& scratch, FrontFacts& front, const CudaCall& call,
+                                                const char* name, uint64_t recorder) {
+  CudaQueries& queries = handler.queries();
+  auto& functions = scratch.functions;
+  auto it = functions.find(call.func);
+  FunctionFacts* full;
+  if (it != functions.end() && it->second.recorder == recorder) {
+    full = &it->second;
+  } else {
+    if (functions.size() >= kFunctionCacheLimit) scratch.forget();
+    full = &functions[call.func];
+    full->recorder = recorder;
+    if (name == nullptr) {  // graph kernel nodes: the callback names no symbol
+      InternalCallGuard guard;
+      name = queries.function_name(call.func, call.library_kernel);
+    }
+    full->name_id = handler.kernel_name_id(call.func, name);
+    full->signature = kernel_signatures && name != nullptr ? signature_for(name) : nullptr;
+    full->pointer_misalignment = kernel_signatures && name != nullptr ? pointer_alignment(name) - 1 : 0;
+    {
+      InternalCallGuard guard;
+      full->have_layout = queries.param_layout(call.func, call.library_kernel, full->layout);
+    }
+  }
+  front.func = call.func;
+  front.recorder = recorder;
+  front.signature = full->signature;
+  front.pointer_misalignment = uint8_t(std::min<uint64_t>(full->pointer_misalignment, 255));
+  front.name_id = full->name_id;
+  front.have_layout = full->have_layout;
+  const size_t n = full->have_layout ? full->layout.size() : 0;
+  front.long_slots = nullptr;
+  if (n <= FrontFacts::kInlineSlots) {
+    std::copy_n(full->layout.begin(), n, front.inline_slots);
+    front.nslots = uint16_t(n);
+  } else if (n <= UINT16_MAX) {
+    front.long_slots = full->layout.data();
+    front.nslots = uint16_t(n);
+  } else {  // more parameters than any kernel can take: as if no layout were known
+    front.have_layout = false;
+    front.nslots = 0;
+  }
+}
+}  // namespace
+
 void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   TracerThreadState& ts = e.ts != nullptr ? *e.ts : thread_state();
   GilScope python_stack_matters(ts);
@@ -709,50 +760,9 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
     }
     FrontFacts& front = scratch.front_for(call.func);
     const uint64_t recorder = rec_->uid();
-    if (front.func == call.func && front.recorder == recorder) [[likely]] {
-      facts = &front;
-    } else {
-      auto& functions = scratch.functions;
-      auto it = functions.find(call.func);
-      FunctionFacts* full;
-      if (it != functions.end() && it->second.recorder == recorder) {
-        full = &it->second;
-      } else {
-        if (functions.size() >= kFunctionCacheLimit) scratch.forget();
-        full = &functions[call.func];
-        full->recorder = recorder;
-        if (name == nullptr) {  // graph kernel nodes: the callback names no symbol
-          InternalCallGuard guard;
-          name = queries_.function_name(call.func, call.library_kernel);
-        }
-        full->name_id = kernel_name_id(call.func, name);
-        full->signature = kernel_signatures_ && name != nullptr ? signature_for(name) : nullptr;
-        full->pointer_misalignment = kernel_signatures_ && name != nullptr ? pointer_alignment(name) - 1 : 0;
-        {
-          InternalCallGuard guard;
-          full->have_layout = queries_.param_layout(call.func, call.library_kernel, full->layout);
-        }
-      }
-      front.func = call.func;
-      front.recorder = recorder;
-      front.signature = full->signature;
-      front.pointer_misalignment = uint8_t(std::min<uint64_t>(full->pointer_misalignment, 255));
-      front.name_id = full->name_id;
-      front.have_layout = full->have_layout;
-      const size_t n = full->have_layout ? full->layout.size() : 0;
-      front.long_slots = nullptr;
-      if (n <= FrontFacts::kInlineSlots) {
-        std::copy_n(full->layout.begin(), n, front.inline_slots);
-        front.nslots = uint16_t(n);
-      } else if (n <= UINT16_MAX) {
-        front.long_slots = full->layout.data();
-        front.nslots = uint16_t(n);
-      } else {  // more parameters than any kernel can take: as if no layout were known
-        front.have_layout = false;
-        front.nslots = 0;
-      }
-      facts = &front;
-    }
+    if (front.func != call.func || front.recorder != recorder) [[unlikely]]
+      fill_facts(*this, kernel_signatures_, scratch, front, call, name, recorder);
+    facts = &front;
   }
   h.name_id = facts ? facts->name_id : kernel_name_id(call.func, name);
   timed_facts.end();
@@ -839,11 +849,17 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
         hashed[nhashed++] = size;
         uint64_t* const out = hashed + nhashed;
         const uint32_t all_words = size / 8;
-        if (size == 8) {  // most parameters: a pointer, a size
-          std::memcpy(out, base, 8);
-        } else {
-          if (all_words < padded) out[all_words] = 0;  // the leftover bytes, zero-extended to a word
-          std::memcpy(out, base, size);
+        // Copies of a constant size are a load and a store each; the sizes most parameters
+        // have (a pointer, a size, an int, a flag, PyTorch's two-pointer array) take no call.
+        switch (size) {
+          case 8: std::memcpy(out, base, 8); break;
+          case 4: { uint32_t v; std::memcpy(&v, base, 4); out[0] = v; break; }
+          case 1: out[0] = base[0]; break;
+          case 16: std::memcpy(out, base, 16); break;
+          case 2: { uint16_t v; std::memcpy(&v, base, 2); out[0] = v; break; }
+          default:
+            if (all_words < padded) out[all_words] = 0;  // the leftover bytes, zero-extended to a word
+            std::memcpy(out, base, size);
         }
         const uint32_t words =
             facts->signature ? pointer_words(facts->signature, uint32_t(i), all_words, call.grid) : all_words;
