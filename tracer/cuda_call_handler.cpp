@@ -715,21 +715,36 @@ __attribute__((noinline, cold)) void fill_facts(CudaCallHandler& handler, bool k
 }  // namespace
 
 void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
+  if (self_time::enabled()) [[unlikely]]
+    return timed_kernel<true>(call, e, stream, device);
+  timed_kernel<false>(call, e, stream, device);
+}
+
+template <bool kTimed>
+void CudaCallHandler::timed_kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   TracerThreadState& ts = e.ts != nullptr ? *e.ts : thread_state();
   GilScope python_stack_matters(ts);
   trace::KernelLaunchHead h{};
   std::vector<uint64_t>& ptrs = launch_scratch(ts).ptrs;
   {
-    self_time::Scope timed(self_time::kScan);
-    kernel_head(call, e, stream, device, h, ptrs);
+    self_time::Scope timed(self_time::kScan, kTimed);
+    timed_kernel_head<kTimed>(call, e, stream, device, h, ptrs);
   }
   const uint32_t stack = capture_stack(ts);
-  self_time::Scope timed(self_time::kRecord);
+  self_time::Scope timed(self_time::kRecord, kTimed);
   rec_->add_call(ts, h, e.api, stack, ptrs);
 }
 
 void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
                                   trace::KernelLaunchHead& h, std::vector<uint64_t>& ptrs) {
+  if (self_time::enabled()) [[unlikely]]
+    return timed_kernel_head<true>(call, e, stream, device, h, ptrs);
+  timed_kernel_head<false>(call, e, stream, device, h, ptrs);
+}
+
+template <bool kTimed>
+void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
+                                        trace::KernelLaunchHead& h, std::vector<uint64_t>& ptrs) {
   TracerThreadState& ts = e.ts != nullptr ? *e.ts : thread_state();
   // Precise mode: the launch callback marked this launch as patched (its exact accesses
   // follow as KernelAccess records) and may know the name the API callback did not give.
@@ -748,7 +763,7 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
   h.correlation = e.correlation;
   h.device = device;
   const FrontFacts* facts = nullptr;
-  const bool timing = self_time::enabled();
+  constexpr bool timing = kTimed;
   self_time::Scope timed_facts(self_time::kFacts, timing);
   if (call.func != 0) {
     LaunchScratch& scratch = launch_scratch(ts);
@@ -806,15 +821,21 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
         for (uint32_t k = 0; (k = wide::next_in_span(out, k, n, lo, span)) < n; ++k) {
           const uint64_t w = out[k];
           if ((w & misaligned) != 0) continue;
-          bool live;
-          {
-            self_time::Scope timed(self_time::kLookup, timing);
-            live = lookup.find(w).has_value();
-          }
-          if (!live) continue;
+          // A word already found is the same argument again (cuBLAS's parameter blocks repeat
+          // their pointers): no second lookup. The list is read once, not through the vector.
+          const uint64_t* const seen = ptrs.data();
+          const size_t nseen = ptrs.size();
           size_t index = 0;
-          while (index < ptrs.size() && ptrs[index] != w) ++index;
-          if (index == ptrs.size()) ptrs.push_back(w);
+          while (index < nseen && seen[index] != w) ++index;
+          if (index == nseen) {
+            bool live;
+            {
+              self_time::Scope timed(self_time::kLookup, timing);
+              live = lookup.find(w).has_value();
+            }
+            if (!live) continue;
+            ptrs.push_back(w);
+          }
           out[k] = kPointerMark + index;
         }
       };

@@ -129,9 +129,15 @@ class CudaCallHandler {
   // One kernel launch: call.args (kernelParams, a pointer per argument) or call.packed (one
   // buffer holding all arguments at their layout offsets) are scanned for pointers.
   void kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
+  // kTimed: with self-timing on (setting self_time); the untimed one has no timer code at all.
+  template <bool kTimed>
+  void timed_kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
   // A launch's record head and pointer arguments (also a graph kernel node's parameters).
   void kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
                    trace::KernelLaunchHead& h, std::vector<uint64_t>& ptrs);
+  template <bool kTimed>
+  void timed_kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
+                         trace::KernelLaunchHead& h, std::vector<uint64_t>& ptrs);
   trace::Memcpy memcpy_record(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
   // The explicit graph API: one GraphEdit record (edges: one per 4096).
   void graph_edit(const CudaCall& call, const Emission& e, uint32_t device);

@@ -15,7 +15,7 @@
 //              stack is taken before, in python or native)
 //   facts      inside scan: finding the launched function's cached facts (name, layout)
 //   lookup     inside scan: the allocation table's answer for a word in its bounds (a call
-//              per such word, pointer or not)
+//              per such word, pointer or not, but for a pointer the launch already named)
 //   hash       inside scan: the arguments' hash of the words written
 // Counters are per thread, written only by their thread and never freed (a thread that exited
 // still counts); reading them at exit is a relaxed load.

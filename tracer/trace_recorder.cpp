@@ -284,8 +284,7 @@ void TraceRecorder::set_capture_status(const std::string& status) {
   if (already) add_notice(trace::NoticeLevel::kError, "capture status changed: " + status);
 }
 
-void TraceRecorder::start_once() {
-  if (started_.load(std::memory_order_acquire)) return;
+void TraceRecorder::start_flusher() {
   bool expected = false;
   if (!started_.compare_exchange_strong(expected, true)) return;
   if (opts_.background_flusher) {

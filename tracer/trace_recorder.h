@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstring>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -90,7 +91,7 @@ class TraceRecorder {
   void add_call(TracerThreadState& ts, T& rec, uint32_t api_id, uint32_t stack_id, std::span<const uint64_t> tail = {}) {
     ThreadBuffer& b = take_call(rec.call, api_id, stack_id, ts.recorder_buffer);
     if (closed_.load(std::memory_order_relaxed)) return;
-    append(b, T::kKind, &rec, sizeof(T), tail.data(), tail.size_bytes());
+    append_record(b, rec, tail);
   }
   void add_kernel(const trace::KernelLaunchHead& head, std::span<const uint64_t> ptrs);
   void add_notice(trace::NoticeLevel level, std::string_view text);
@@ -176,10 +177,31 @@ class TraceRecorder {
   // The thread's current chunk is full for `need` more bytes: hands it off and returns the next
   // one, or nullptr when the thread's unflushed records would exceed max_buffer_bytes.
   ThreadChunk* next_chunk(ThreadBuffer& b, size_t need);
+  // append() of a fixed record and its words, inline: the record's size is known, so its copy
+  // is a few moves (no call); a chunk that is full, or a body too long, goes through append().
+  template <trace::FixedRecord T>
+  void append_record(ThreadBuffer& b, const T& rec, std::span<const uint64_t> tail) {
+    const size_t tail_bytes = tail.size_bytes();
+    const size_t need = sizeof(trace::RecordPrefix) + sizeof(T) + tail_bytes;
+    ThreadChunk* c = b.chunk.get();
+    if (sizeof(T) + tail_bytes > 0xFFFF || c == nullptr || c->pos + need > c->capacity) [[unlikely]]
+      return append(b, T::kKind, &rec, sizeof(T), tail.data(), tail_bytes);
+    uint8_t* at = c->data.get() + c->pos;
+    const trace::RecordPrefix p{uint16_t(T::kKind), uint16_t(sizeof(T) + tail_bytes)};
+    std::memcpy(at, &p, sizeof(p));
+    std::memcpy(at + sizeof(p), &rec, sizeof(T));
+    if (tail_bytes != 0) std::memcpy(at + sizeof(p) + sizeof(T), tail.data(), tail_bytes);
+    c->pos += need;
+    c->committed.store(c->pos, std::memory_order_release);
+  }
   // Holds flush_mu_ and records the holder in flush_owner_ (every taker of flush_mu_ but the
   // fatal-signal path uses it).
   class FlushLock;
-  void start_once();
+  // The flusher starts with the first record (inline: every record asks).
+  void start_once() {
+    if (!started_.load(std::memory_order_acquire)) [[unlikely]] start_flusher();
+  }
+  void start_flusher();
   void flusher_main();
   // Requires flush_mu_. `nonblocking`: skip buffers whose lock is taken.
   void flush_locked(bool nonblocking, bool final = false);
