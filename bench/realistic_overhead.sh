@@ -269,7 +269,7 @@ run_one() {  # job cfg round
     t1=$(date +%s.%N)
     local wall metric bytes="" files="" info="" status=ok
     wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')
-    metric=$(grep -oE "^$(job_metric "$job") [0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
+    metric=$(grep -oE "^$(job_metric "$job") -?[0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
     [[ "$job" == *_ab ]] && info="$(grep -E '^ab_(on|off)_(us|ns|ms) |^ab_added_pct ' "$log" | tr '\n' ' ')$(grep -m1 -oE 'o[f]+_won [0-9/]+|off won [0-9]+' "$log" || true)"
     case $cfg in
         streamrace|nostacks|noblocks|rtlaunch|oldstacks|selftime|baseline|baseline_selftime|confirmwin)
