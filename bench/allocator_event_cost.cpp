@@ -51,15 +51,9 @@ int main(int argc, char** argv) {
   }
   auto reset = reinterpret_cast<void (*)(int, int, const char*)>(dlsym(lib, "fake_torch_reset"));
   auto emit = reinterpret_cast<void (*)(int, int, uint64_t, uint64_t, void*)>(dlsym(lib, "fake_torch_emit"));
-  const auto dir = std::filesystem::temp_directory_path() / ("sr_allocator_cost_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  RecorderOptions o;
-  o.path = (dir / "t.srace").string();
-  o.header_provider = [] {
-    trace::TraceHeader h;
-    h.producer = "allocator event cost";
-    return h;
-  };
+  const bench::BenchTrace bt = bench::bench_trace("allocator_cost", "allocator event cost");
+  const auto& dir = bt.dir;
+  const RecorderOptions& o = bt.options;
   TraceRecorder rec(o);
   AllocationTable allocs;
   BenchQueries queries;

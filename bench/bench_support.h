@@ -4,11 +4,17 @@
 
 #include <time.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
+#include <string>
 #include <vector>
 
 #include "tracer/cuda_queries.h"
+#include "tracer/trace_recorder.h"
 
 namespace streamrace::tracer::bench {
 
@@ -35,5 +41,55 @@ class BenchQueries : public CudaQueries {
   }
   trace::MemKind memory_kind(uint64_t) override { return trace::MemKind::kDevice; }
 };
+
+// A recorder's options for a benchmark: its trace in a fresh temporary folder of its own
+// (`dir`, removed by the benchmark when done), its header naming `producer`.
+struct BenchTrace {
+  std::filesystem::path dir;
+  RecorderOptions options;
+};
+inline BenchTrace bench_trace(const std::string& name, const char* producer) {
+  BenchTrace t;
+  t.dir = std::filesystem::temp_directory_path() / ("sr_" + name + "_" + std::to_string(getpid()));
+  std::filesystem::create_directories(t.dir);
+  t.options.path = (t.dir / "t.srace").string();
+  t.options.header_provider = [producer] {
+    trace::TraceHeader h;
+    h.producer = producer;
+    return h;
+  };
+  return t;
+}
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// A loop of `iterations` timed in blocks of `block`, with and without the tracer's work
+// (`step(i, traced)`), alternating, the order swapped every pair; thread CPU time per
+// iteration. `added`: the median of the pairs' differences; `off`: the median block without.
+struct BlockTimes {
+  double added = 0, off = 0;
+  size_t pairs = 0;
+};
+template <typename Step>
+BlockTimes alternate_blocks(long iterations, long block, Step&& step) {
+  std::vector<double> off, added;
+  long i = 0;
+  for (long pair = 0; i < iterations; ++pair) {
+    double cost[2];
+    for (int half = 0; half < 2; ++half) {
+      const bool traced = (half == 0) == (pair % 2 == 0);
+      const double c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+      for (long k = 0; k < block; ++k, ++i) step(i, traced);
+      cost[traced ? 0 : 1] = (now_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / double(block);
+    }
+    off.push_back(cost[1]);
+    added.push_back(cost[0] - cost[1]);
+  }
+  return BlockTimes{median(added), median(off), added.size()};
+}
 
 }  // namespace streamrace::tracer::bench

@@ -62,15 +62,9 @@ int main(int argc, char** argv) {
   const size_t scalars = argc > 5 ? std::max<size_t>(1, size_t(std::atol(argv[5]))) : 1;
   const bool runtime_launches = argc > 6 && std::string(argv[6]) == "runtime";
   const size_t cold_kib = argc > 7 ? size_t(std::atol(argv[7])) : 0;
-  const auto dir = std::filesystem::temp_directory_path() / ("sr_handler_cost_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  RecorderOptions o;
-  o.path = (dir / "t.srace").string();
-  o.header_provider = [] {
-    trace::TraceHeader h;
-    h.producer = "handler cost";
-    return h;
-  };
+  const bench::BenchTrace bt = bench::bench_trace("handler_cost", "handler cost");
+  const auto& dir = bt.dir;
+  const RecorderOptions& o = bt.options;
   TraceRecorder rec(o);
   AllocationTable allocs;
   BenchQueries queries;
@@ -129,34 +123,17 @@ int main(int argc, char** argv) {
   };
   if (cold_kib > 0) {
     // Blocks of 2000 iterations, with and without the callbacks, the order swapped every pair.
-    constexpr long kBlock = 2000;
-    std::vector<double> on, off, added;
-    long i = 0;
-    for (long pair = 0; i < launches; ++pair) {
-      double cost[2];
-      for (int half = 0; half < 2; ++half) {
-        traced = (half == 0) == (pair % 2 == 0);
-        const double c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-        for (long k = 0; k < kBlock; ++k, ++i) {
-          other_work();
-          if (traced) launch(i);
-        }
-        cost[traced ? 0 : 1] = (now_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / double(kBlock);
-      }
-      on.push_back(cost[0]);
-      off.push_back(cost[1]);
-      added.push_back(cost[0] - cost[1]);
-    }
+    const bench::BlockTimes t = bench::alternate_blocks(launches, 2000, [&](long i, bool on) {
+      traced = on;
+      other_work();
+      if (traced) launch(i);
+    });
     rec.close();
     std::filesystem::remove_all(dir);
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
     std::printf("launches=%ld pointers=%zu allocations=%zu functions=%zu scalars=%zu callbacks=%s cold_kib=%zu: "
                 "%.1f ns added per launch (median of %zu pairs of blocks; thread CPU time; loop alone %.1f ns)\n",
                 launches, pointers, allocations, functions, scalars, runtime_launches ? "runtime" : "driver", cold_kib,
-                median(added), added.size(), median(off));
+                t.added, t.pairs, t.off);
     return 0;
   }
   const double t0 = now_ns(), cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);

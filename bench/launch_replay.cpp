@@ -226,15 +226,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   text.clear();
-  const auto dir = std::filesystem::temp_directory_path() / ("sr_launch_replay_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  RecorderOptions o;
-  o.path = (dir / "t.srace").string();
-  o.header_provider = [] {
-    trace::TraceHeader h;
-    h.producer = "launch replay";
-    return h;
-  };
+  const bench::BenchTrace bt = bench::bench_trace("launch_replay", "launch replay");
+  const auto& dir = bt.dir;
+  const RecorderOptions& o = bt.options;
   TraceRecorder rec(o);
   AllocationTable allocs;
   // The allocations the launches' pointers fell into, then those live at the end; one that
@@ -318,32 +312,14 @@ int main(int argc, char** argv) {
     std::printf("pointers found: as on the GPU machine in %zu of %zu launches\n", same, replayed.size());
   };
   if (cold_kib > 0 || cold_code_kib > 0) {
-    constexpr long kBlock = 2000;
-    std::vector<double> on, off, added;
-    long i = 0;
-    for (long pair = 0; i < launches; ++pair) {
-      double cost[2];
-      for (int half = 0; half < 2; ++half) {
-        const bool traced = (half == 0) == (pair % 2 == 0);
-        const double c0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
-        for (long k = 0; k < kBlock; ++k, ++i) {
-          other_work();
-          if (traced) launch(i);
-        }
-        cost[traced ? 0 : 1] = (now_ns(CLOCK_THREAD_CPUTIME_ID) - c0) / double(kBlock);
-      }
-      on.push_back(cost[0]);
-      off.push_back(cost[1]);
-      added.push_back(cost[0] - cost[1]);
-    }
+    const bench::BlockTimes t = bench::alternate_blocks(launches, 2000, [&](long i, bool traced) {
+      other_work();
+      if (traced) launch(i);
+    });
     check();
-    auto median = [](std::vector<double> v) {
-      std::sort(v.begin(), v.end());
-      return v[v.size() / 2];
-    };
     std::printf("launches=%ld cold_kib=%zu cold_code_kib=%zu: %.1f ns added per launch (median of %zu pairs of blocks; thread CPU time; "
                 "loop alone %.1f ns)\n",
-                launches, cold_kib, cold_code_kib, median(added), added.size(), median(off));
+                launches, cold_kib, cold_code_kib, t.added, t.pairs, t.off);
     return 0;
   }
   const double cpu0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
