@@ -1,7 +1,12 @@
 // LaunchCorpus: see launch_corpus.h.
 #include "tracer/launch_corpus.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cinttypes>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -36,47 +41,90 @@ std::unique_ptr<LaunchCorpus> LaunchCorpus::open(const std::string& spec, std::s
     if (why) *why = "launch_corpus: no file named in '" + spec + "' (PATH[:SKIP[:COUNT]])";
     return nullptr;
   }
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (f == nullptr) {
+  for (size_t at; (at = path.find("%p")) != std::string::npos;) path.replace(at, 2, std::to_string(getpid()));
+  const size_t slash = path.rfind('/');
+  const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (access(folder.c_str(), W_OK) != 0) {
     if (why) *why = "launch_corpus: cannot write " + path + ": " + std::strerror(errno);
     return nullptr;
   }
-  std::fputs("streamrace-launch-corpus 1\n", f);
-  return std::unique_ptr<LaunchCorpus>(new LaunchCorpus(f, skip, count));
+  return std::unique_ptr<LaunchCorpus>(new LaunchCorpus(path, skip, count));
 }
 
 LaunchCorpus::~LaunchCorpus() {
-  if (f_ != nullptr) std::fclose(f_);
+  if (fd_ >= 0) close(fd_);
 }
+
+bool LaunchCorpus::ensure_open() {
+  if (fd_ >= 0) return true;
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    std::fprintf(stderr, "streamrace: launch_corpus: cannot write %s: %s\n", path_.c_str(), std::strerror(errno));
+    done_ = true;
+    return false;
+  }
+  put("streamrace-launch-corpus 1\n");
+  return true;
+}
+
+void LaunchCorpus::put(const std::string& text) {
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd_, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      std::fprintf(stderr, "streamrace: launch_corpus: writing %s failed: %s\n", path_.c_str(), std::strerror(errno));
+      done_ = true;
+      return;
+    }
+    done += size_t(n);
+  }
+}
+
+namespace {
+void append_alloc(std::string& out, const LiveAllocation& a) {
+  char line[80];
+  std::snprintf(line, sizeof line, "alloc %" PRIx64 " %" PRIx64 " %u\n", a.base, a.bytes, unsigned(a.kind));
+  out += line;
+}
+}  // namespace
 
 void LaunchCorpus::add(uint64_t func, const char* name, std::span<const ParamSlot> layout, const CudaCall& call,
                        std::span<const uint64_t> live_words, const AllocationTable& allocs) {
   std::lock_guard lock(mu_);
-  if (f_ == nullptr || seen_++ < skip_) return;
-  if (seen_ > skip_ + count_) {
-    std::fclose(f_);
-    f_ = nullptr;
-    return;
-  }
+  if (done_ || seen_++ < skip_ || !ensure_open() || done_) return;
+  std::string out;
+  char text[160];
   auto [it, fresh] = ids_.try_emplace(func, uint32_t(ids_.size()));
   if (fresh) {
-    std::fprintf(f_, "func %u %" PRIx64 " %zu", it->second, func, layout.size());
-    for (const ParamSlot& s : layout) std::fprintf(f_, " %u:%u", s.offset, s.size);
-    std::fprintf(f_, " %s\n", name != nullptr && *name ? name : "?");
+    std::snprintf(text, sizeof text, "func %u %" PRIx64 " %zu", it->second, func, layout.size());
+    out += text;
+    for (const ParamSlot& s : layout) {
+      std::snprintf(text, sizeof text, " %u:%u", s.offset, s.size);
+      out += text;
+    }
+    out += ' ';
+    out += name != nullptr && *name ? name : "?";
+    out += '\n';
   }
   for (uint64_t w : live_words) {
     auto a = allocs.find(w);
-    if (!a || !allocs_written_.insert(a->base).second) continue;
-    std::fprintf(f_, "alloc %" PRIx64 " %" PRIx64 " %u\n", a->base, a->bytes, unsigned(a->kind));
+    if (a && allocs_written_.insert(a->base).second) append_alloc(out, *a);
   }
-  std::fprintf(f_, "launch %u %zu %u %u %u %u %u %u ", it->second, live_words.size(), call.grid[0], call.grid[1], call.grid[2],
-               call.block[0], call.block[1], call.block[2]);
+  std::snprintf(text, sizeof text, "launch %u %zu %u %u %u %u %u %u ", it->second, live_words.size(), call.grid[0],
+                call.grid[1], call.grid[2], call.block[0], call.block[1], call.block[2]);
+  out += text;
+  static const char kHex[] = "0123456789abcdef";
   for (size_t i = 0; i < layout.size(); ++i) {
     const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
                                       : static_cast<const uint8_t*>(call.args[i]);
-    for (uint32_t b = 0; b < layout[i].size; ++b) std::fprintf(f_, "%02x", base ? base[b] : 0);
+    for (uint32_t b = 0; b < layout[i].size; ++b) {
+      const uint8_t v = base ? base[b] : 0;
+      out += kHex[v >> 4];
+      out += kHex[v & 15];
+    }
   }
-  std::fputc('\n', f_);
+  out += '\n';
+  put(out);
   if (seen_ == skip_ + count_) finish_locked(allocs);
 }
 
@@ -86,13 +134,13 @@ void LaunchCorpus::finish(const AllocationTable& allocs) {
 }
 
 void LaunchCorpus::finish_locked(const AllocationTable& allocs) {
-  if (f_ == nullptr) return;
-  std::fprintf(f_, "table %zu\n", allocs.size());
-  allocs.for_each([&](const LiveAllocation& a) {
-    std::fprintf(f_, "alloc %" PRIx64 " %" PRIx64 " %u\n", a.base, a.bytes, unsigned(a.kind));
-  });
-  std::fclose(f_);
-  f_ = nullptr;
+  if (done_ || fd_ < 0) return;
+  std::string out = "table " + std::to_string(allocs.size()) + "\n";
+  allocs.for_each([&](const LiveAllocation& a) { append_alloc(out, a); });
+  put(out);
+  close(fd_);
+  fd_ = -1;
+  done_ = true;
 }
 
 }  // namespace streamrace::tracer

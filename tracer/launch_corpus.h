@@ -6,6 +6,12 @@
 // measured (and profiled under callgrind) where no GPU is. Not for tracing: it slows every
 // launch it writes and stops writing after COUNT of them.
 //
+// PATH may hold %p, the process id (one file per process of a job: without it every process
+// that writes launches writes the same file). The file is made at the first launch written, so
+// a process that launches nothing (a shell, a data loader) leaves no file and truncates none;
+// each item is one write(2), so nothing is buffered that a forked child or an exit before
+// COUNT could lose or write twice.
+//
 // The file, one item per line:
 //   streamrace-launch-corpus 1
 //   func ID HANDLE NSLOTS OFFSET:SIZE... NAME
@@ -16,7 +22,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -35,7 +40,8 @@ struct CudaCall;
 class LaunchCorpus {
  public:
   // SPEC: PATH[:SKIP[:COUNT]] (SKIP launches first go unwritten, then COUNT are written;
-  // defaults 0 and 20000). Null, with `why` set, when SPEC is malformed or PATH cannot be written.
+  // defaults 0 and 20000). Null, with `why` set, when SPEC names no file or PATH's folder
+  // cannot be written.
   static std::unique_ptr<LaunchCorpus> open(const std::string& spec, std::string* why);
   ~LaunchCorpus();
   // One scanned launch of `func` (its callback's `name`), its parameters at `layout`.
@@ -46,9 +52,14 @@ class LaunchCorpus {
 
  private:
   void finish_locked(const AllocationTable& allocs);
-  LaunchCorpus(std::FILE* f, uint64_t skip, uint64_t count) : f_(f), skip_(skip), count_(count) {}
+  // Opens the file at the first launch written (false: it cannot be; said once on stderr).
+  bool ensure_open();
+  void put(const std::string& text);
+  LaunchCorpus(std::string path, uint64_t skip, uint64_t count) : path_(std::move(path)), skip_(skip), count_(count) {}
   std::mutex mu_;
-  std::FILE* f_;
+  std::string path_;
+  int fd_ = -1;
+  bool done_ = false;  // COUNT written (or the file could not be made)
   uint64_t skip_, count_;
   uint64_t seen_ = 0;
   std::unordered_map<uint64_t, uint32_t> ids_;

@@ -58,7 +58,7 @@ inline constexpr TracerSetting kTracerSettings[] = {
     {"ring", "STREAMRACE_RING", "N", "(off)",
      "keep only the last N steps (counted by step_range) and a snapshot of the state before them"},
     {"launch_corpus", "STREAMRACE_LAUNCH_CORPUS", "PATH[:SKIP[:COUNT]]", "(off)",
-     "benchmarks: write COUNT (20000) scanned launches after the first SKIP (0) to PATH for bench/launch_replay (slow)"},
+     "benchmarks: write COUNT (20000) scanned launches after the first SKIP (0) to PATH (%p: the pid) for bench/launch_replay (slow)"},
     {"self_time", "STREAMRACE_SELF_TIME", "0|1", "0",
      "print on stderr at exit (and keep as a notice) the time spent in the tracer's own code, by part: CUDA "
      "callbacks, NCCL calls, allocator events, Python and native stacks (for overhead measurements)"},

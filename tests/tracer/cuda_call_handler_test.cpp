@@ -447,15 +447,16 @@ TEST_F(HandlerTest, PackedArgumentBufferIsScannedAtLayoutOffsets) {
 
 // Setting launch_corpus (bench/launch_replay.cpp reads it): after SKIP launches, COUNT are
 // written with their function (once), the allocations their pointers fell into (once each),
-// their parameter bytes, then the table live at the end; later launches are not written.
+// their parameter bytes, then the table live at the end; later launches are not written. The
+// file is made by the first launch written (%p in its name: the process id), not before.
 TEST_F(HandlerTest, ALaunchCorpusHoldsTheLaunchesAfterSkipUpToCount) {
   malloc_device(0x7000'0000, 4096);
   malloc_device(0x7100'0000, 256);
   const uint64_t func = 0xF00D;
   queries_.layouts[func] = {{0, 4}, {8, 8}};
-  const auto path = dir_ / "corpus.txt";
+  const auto path = dir_ / ("corpus." + std::to_string(getpid()) + ".txt");
   std::string why;
-  auto corpus = LaunchCorpus::open(path.string() + ":1:2", &why);
+  auto corpus = LaunchCorpus::open((dir_ / "corpus.%p.txt").string() + ":1:2", &why);
   ASSERT_TRUE(corpus) << why;
   handler_->set_launch_corpus(corpus.get());
   int n = 0x0a0b0c0d;
@@ -465,6 +466,7 @@ TEST_F(HandlerTest, ALaunchCorpusHoldsTheLaunchesAfterSkipUpToCount) {
   for (uint32_t i = 0; i < 4; ++i) {
     ptr = 0x7000'0010 + i;  // launch 1 (skipped) .. 4 (past COUNT)
     driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 40 + i, "_Z1kiPf");
+    EXPECT_EQ(std::filesystem::exists(path), i > 0) << "after launch " << i + 1;
   }
   std::ifstream in(path);
   std::stringstream text;
