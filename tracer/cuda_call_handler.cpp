@@ -663,11 +663,10 @@ LaunchScratch& launch_scratch(TracerThreadState& ts) {
 constexpr uint64_t kPointerMark = 0x5A17'0000'0000'0000ull;
 }  // namespace
 
+namespace {
 // A function this thread has not launched since its front entry went to another (or ever):
 // its facts from the map, or from the driver and the name table, into the front. Out of line
-// and cold: the launch path's code stays a few dense cache lines (PyTorch's work between two
-// launches evicts the instruction cache).
-namespace {
+// and cold: rarely run, kept apart from the launch path's code.
 __attribute__((noinline, cold)) void fill_facts(CudaCallHandler& handler, bool kernel_signatures,
                                                 LaunchScratch& scratch, FrontFacts& front, const CudaCall& call,
                                                 const char* name, uint64_t recorder) {
