@@ -47,7 +47,8 @@ class LaunchCorpus {
   // One scanned launch of `func` (its callback's `name`), its parameters at `layout`.
   void add(uint64_t func, const char* name, std::span<const ParamSlot> layout, const CudaCall& call,
            std::span<const uint64_t> live_words, const AllocationTable& allocs);
-  // Writes the live allocations and closes the file (also done by the destructor).
+  // Writes the live allocations and closes the file (done by itself once COUNT are written; a
+  // corpus whose process ends first has no table, and bench/launch_replay reads it as it is).
   void finish(const AllocationTable& allocs);
 
  private:
