@@ -212,7 +212,7 @@ bool parse(const std::string& text, Corpus& c, std::string& why) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: streamrace-launch-replay CORPUS [LAUNCHES] [COLD_KIB]\n");
+    std::fprintf(stderr, "usage: streamrace-launch-replay CORPUS [LAUNCHES] [COLD_KIB] [COLD_CODE_KIB]\n");
     return 2;
   }
   const std::string path = argv[1];

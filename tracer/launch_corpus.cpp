@@ -25,18 +25,16 @@ bool parse_count(const std::string& s, uint64_t& out) {
 std::unique_ptr<LaunchCorpus> LaunchCorpus::open(const std::string& spec, std::string* why) {
   // PATH may hold ':' itself only before the last two fields: take numbers from the right.
   std::string path = spec;
-  uint64_t skip = 0, count = 20000;
-  std::vector<std::string> tail;
-  for (int i = 0; i < 2; ++i) {
+  uint64_t numbers[2];
+  int n = 0;
+  for (; n < 2; ++n) {
     const size_t colon = path.rfind(':');
-    if (colon == std::string::npos) break;
-    uint64_t v = 0;
-    if (!parse_count(path.substr(colon + 1), v)) break;
-    tail.insert(tail.begin(), path.substr(colon + 1));
+    if (colon == std::string::npos || !parse_count(path.substr(colon + 1), numbers[n])) break;
     path.resize(colon);
   }
-  if (tail.size() >= 1) parse_count(tail[0], skip);
-  if (tail.size() == 2) parse_count(tail[1], count);
+  // Read from the right: one number is SKIP; two are SKIP then COUNT.
+  const uint64_t skip = n == 2 ? numbers[1] : n == 1 ? numbers[0] : 0;
+  const uint64_t count = n == 2 ? numbers[0] : 20000;
   if (path.empty()) {
     if (why) *why = "launch_corpus: no file named in '" + spec + "' (PATH[:SKIP[:COUNT]])";
     return nullptr;

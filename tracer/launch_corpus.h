@@ -28,7 +28,6 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
-#include <vector>
 
 #include "tracer/allocation_table.h"
 #include "tracer/cuda_queries.h"

@@ -222,13 +222,7 @@ void TraceRecorder::append(ThreadBuffer& b, trace::RecordKind kind, const void* 
       return;
     }
   }
-  uint8_t* at = c->data.get() + c->pos;
-  const trace::RecordPrefix p{uint16_t(kind), uint16_t(body)};
-  std::memcpy(at, &p, sizeof(p));
-  if (fixed_size) std::memcpy(at + sizeof(p), fixed, fixed_size);
-  if (tail_size) std::memcpy(at + sizeof(p) + fixed_size, tail, tail_size);
-  c->pos += need;
-  c->committed.store(c->pos, std::memory_order_release);
+  write_record(*c, kind, fixed, fixed_size, tail, tail_size);
 }
 
 TraceRecorder::ThreadChunk* TraceRecorder::next_chunk(ThreadBuffer& b, size_t need) {

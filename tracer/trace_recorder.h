@@ -186,13 +186,18 @@ class TraceRecorder {
     ThreadChunk* c = b.chunk.get();
     if (sizeof(T) + tail_bytes > 0xFFFF || c == nullptr || c->pos + need > c->capacity) [[unlikely]]
       return append(b, T::kKind, &rec, sizeof(T), tail.data(), tail_bytes);
-    uint8_t* at = c->data.get() + c->pos;
-    const trace::RecordPrefix p{uint16_t(T::kKind), uint16_t(sizeof(T) + tail_bytes)};
+    write_record(*c, T::kKind, &rec, sizeof(T), tail.data(), tail_bytes);
+  }
+  // One record into a chunk with room for it (its body at most 0xFFFF bytes), committed.
+  static void write_record(ThreadChunk& c, trace::RecordKind kind, const void* fixed, size_t fixed_size,
+                           const void* tail, size_t tail_size) {
+    uint8_t* at = c.data.get() + c.pos;
+    const trace::RecordPrefix p{uint16_t(kind), uint16_t(fixed_size + tail_size)};
     std::memcpy(at, &p, sizeof(p));
-    std::memcpy(at + sizeof(p), &rec, sizeof(T));
-    if (tail_bytes != 0) std::memcpy(at + sizeof(p) + sizeof(T), tail.data(), tail_bytes);
-    c->pos += need;
-    c->committed.store(c->pos, std::memory_order_release);
+    if (fixed_size != 0) std::memcpy(at + sizeof(p), fixed, fixed_size);
+    if (tail_size != 0) std::memcpy(at + sizeof(p) + fixed_size, tail, tail_size);
+    c.pos += sizeof(p) + fixed_size + tail_size;
+    c.committed.store(c.pos, std::memory_order_release);
   }
   // Holds flush_mu_ and records the holder in flush_owner_ (every taker of flush_mu_ but the
   // fatal-signal path uses it).
