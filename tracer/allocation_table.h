@@ -63,6 +63,9 @@ class AllocationTable {
     uint64_t lo, hi;
   };
   Bounds bounds() const { return Bounds{lo_.load(std::memory_order_relaxed), hi_.load(std::memory_order_relaxed)}; }
+  // Changes with every insert and erase, to a value no table of the process had before: an
+  // answer got at one version holds while the version is the same.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
   size_t size() const;
   // Every live allocation, in address order, under the shared lock (`f` must not call back).
   template <typename F>

@@ -623,7 +623,10 @@ constexpr size_t kFunctionCacheLimit = 4096;  // per thread; cleared when full
 // The first line holds the first four parameters' slots (most of PyTorch's kernels take no
 // more).
 struct alignas(64) FrontFacts {
-  static constexpr uint32_t kInlineSlots = 11;
+  static constexpr uint32_t kInlineSlots = 10;
+  // repeat_state: the repeated launches' state (see RepeatedLaunch): kRepeatNever for a
+  // function whose parameters are too long to keep, else the kept launch's misses in a row.
+  static constexpr uint8_t kRepeatNever = 0xFF;
   uint64_t func = 0;      // 0: empty
   uint64_t recorder = 0;  // as FunctionFacts::recorder
   const KernelSignature* signature = nullptr;
@@ -633,9 +636,35 @@ struct alignas(64) FrontFacts {
   bool have_layout = false;
   ParamSlot inline_slots[kInlineSlots];
   const ParamSlot* long_slots = nullptr;  // the map's layout, when longer than kInlineSlots
+  uint8_t repeat_state = kRepeatNever;
+  uint8_t repeat_wait = 0;    // launches left to make before a launch is kept again
+  uint16_t repeat_bytes = 0;  // the kept launch's parameter bytes; 0: none kept
   const ParamSlot* slots() const { return nslots <= kInlineSlots ? inline_slots : long_slots; }
 };
 static_assert(sizeof(FrontFacts) == 128);
+
+// The last launch of a function with short parameters (PyTorch's elementwise kernels take
+// 20-60 bytes, its concatenation 136), kept so that the same launch again (the same parameter bytes and grid, the
+// allocation table unchanged) takes the kept scan's outcome instead of scanning: its pointers,
+// the arguments' hash and whether a signature narrowed them are functions of exactly those
+// (the layout, the signature and the alignment are the function's). A launch loop on one
+// tensor repeats every launch; a training step rarely repeats the previous launch of a
+// function, so a function whose kept launch misses kRepeatGiveUp times in a row is not kept for
+// its next kRepeatWait launches (a miss costs the comparison and the copy kept).
+struct alignas(64) RepeatedLaunch {
+  static constexpr uint32_t kBytes = 176;
+  static constexpr uint32_t kPtrs = 6;
+  static constexpr uint8_t kRepeatGiveUp = 4;
+  static constexpr uint8_t kRepeatWait = 255;
+  uint64_t version = 0;  // the allocation table's when it was scanned
+  uint32_t grid[3] = {0, 0, 0};
+  uint8_t nptrs = 0;
+  bool by_signature = false;
+  uint64_t hash = 0;
+  uint64_t ptrs[kPtrs] = {};
+  uint8_t bytes[kBytes] = {};  // the parameters' bytes, one after another
+};
+static_assert(sizeof(RepeatedLaunch) == 256);
 
 // The calling thread's launch scratch, reached from its TracerThreadState (no thread_local of
 // its own to look up): the pointer list a launch record carries and the facts of functions.
@@ -644,9 +673,16 @@ struct LaunchScratch {
   std::vector<uint64_t> ptrs;  // (beside front: a launch reads both)
   std::unique_ptr<FrontFacts[]> front{new FrontFacts[1u << kFrontBits]};
   uint64_t generation = 0;  // CudaCallHandler::functions_generation_ when the facts were filled
+  uint64_t repeats = 0;     // launches that took their function's kept scan (RepeatedLaunch)
   std::unordered_map<uint64_t, FunctionFacts> functions;
+  std::unique_ptr<RepeatedLaunch[]> repeated;  // beside front, entry for entry; made at first use
   FrontFacts& front_for(uint64_t func) {
     return front[(func * 0x9E3779B97F4A7C15ull) >> (64 - kFrontBits)];
+  }
+  RepeatedLaunch& repeated_for(const FrontFacts& f) {
+    if (!repeated) [[unlikely]]
+      repeated.reset(new RepeatedLaunch[1u << kFrontBits]);
+    return repeated[&f - front.get()];
   }
   // Every function's facts go (the front's longer layouts point into the map: both go).
   void forget() {
@@ -657,6 +693,11 @@ struct LaunchScratch {
 LaunchScratch& launch_scratch(TracerThreadState& ts) {
   return thread_owned<LaunchScratch, &TracerThreadState::launch_scratch>(ts);
 }
+}  // namespace
+
+uint64_t CudaCallHandler::repeated_launches_of_this_thread() { return launch_scratch(thread_state()).repeats; }
+
+namespace {
 
 // A pointer argument enters the arguments' hash (tracer/args_hash.h) as this mark plus its
 // index in ptrs[].
@@ -700,9 +741,15 @@ __attribute__((noinline, cold)) void fill_facts(CudaCallHandler& handler, bool k
   front.have_layout = full->have_layout;
   const size_t n = full->have_layout ? full->layout.size() : 0;
   front.long_slots = nullptr;
+  front.repeat_state = FrontFacts::kRepeatNever;
+  front.repeat_wait = 0;
+  front.repeat_bytes = 0;
   if (n <= FrontFacts::kInlineSlots) {
     std::copy_n(full->layout.begin(), n, front.inline_slots);
     front.nslots = uint16_t(n);
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < n; ++i) bytes += full->layout[i].size;
+    if (full->have_layout && n > 0 && bytes <= RepeatedLaunch::kBytes) front.repeat_state = 0;
   } else if (n <= UINT16_MAX) {
     front.long_slots = full->layout.data();
     front.nslots = uint16_t(n);
@@ -710,6 +757,64 @@ __attribute__((noinline, cold)) void fill_facts(CudaCallHandler& handler, bool k
     front.have_layout = false;
     front.nslots = 0;
   }
+}
+}  // namespace
+
+namespace {
+// A parameter's bytes: at its layout offset in a packed buffer, else behind its own pointer.
+inline const uint8_t* parameter_bytes(const CudaCall& call, std::span<const ParamSlot> layout, size_t i) {
+  return call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
+                     : static_cast<const uint8_t*>(call.args[i]);
+}
+
+// Whether a launch's parameters are `kept`'s bytes (RepeatedLaunch): short, of sizes a load
+// compares, most of them.
+inline bool same_parameters(const CudaCall& call, std::span<const ParamSlot> layout, const uint8_t* kept) {
+  for (size_t i = 0; i < layout.size(); ++i) {
+    const uint8_t* base = parameter_bytes(call, layout, i);
+    const uint32_t size = layout[i].size;
+    if (base == nullptr) [[unlikely]]
+      return false;
+    bool same;
+    switch (size) {
+      case 8: { uint64_t a, b; std::memcpy(&a, base, 8); std::memcpy(&b, kept, 8); same = a == b; break; }
+      case 4: { uint32_t a, b; std::memcpy(&a, base, 4); std::memcpy(&b, kept, 4); same = a == b; break; }
+      case 16: {
+        uint64_t a[2], b[2];
+        std::memcpy(a, base, 16);
+        std::memcpy(b, kept, 16);
+        same = ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
+        break;
+      }
+      default: same = std::memcmp(base, kept, size) == 0;
+    }
+    if (!same) return false;
+    kept += size;
+  }
+  return true;
+}
+
+// This launch's scan, kept as its function's last (RepeatedLaunch); not kept when its
+// pointers do not fit or a parameter has no bytes. Out of line: run on misses only.
+__attribute__((noinline)) void keep_launch(FrontFacts& facts, RepeatedLaunch& r, const CudaCall& call,
+                                           std::span<const ParamSlot> layout, uint64_t version,
+                                           const std::vector<uint64_t>& ptrs, bool by_signature, uint64_t hash) {
+  facts.repeat_bytes = 0;
+  if (ptrs.size() > RepeatedLaunch::kPtrs) return;
+  uint32_t at = 0;
+  for (size_t i = 0; i < layout.size(); ++i) {
+    const uint8_t* base = parameter_bytes(call, layout, i);
+    if (base == nullptr) return;
+    std::memcpy(r.bytes + at, base, layout[i].size);  // fits: fill_facts checked the sizes' sum
+    at += layout[i].size;
+  }
+  r.version = version;
+  for (int k = 0; k < 3; ++k) r.grid[k] = call.grid[k];
+  r.nptrs = uint8_t(ptrs.size());
+  r.by_signature = by_signature;
+  r.hash = hash;
+  std::copy(ptrs.begin(), ptrs.end(), r.ptrs);
+  facts.repeat_bytes = uint16_t(at);
 }
 }  // namespace
 
@@ -761,7 +866,8 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
   h.stream = stream;
   h.correlation = e.correlation;
   h.device = device;
-  const FrontFacts* facts = nullptr;
+  FrontFacts* facts = nullptr;
+  LaunchScratch* scratch_of_facts = nullptr;
   constexpr bool timing = kTimed;
   self_time::Scope timed_facts(self_time::kFacts, timing);
   if (call.func != 0) {
@@ -777,6 +883,7 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
     if (front.func != call.func || front.recorder != recorder) [[unlikely]]
       fill_facts(*this, kernel_signatures_, scratch, front, call, name, recorder);
     facts = &front;
+    scratch_of_facts = &scratch;
   }
   h.name_id = facts ? facts->name_id : kernel_name_id(call.func, name);
   timed_facts.end();
@@ -796,6 +903,8 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
   ptrs.clear();
   bool scanned = false;
   bool by_signature = false;
+  bool repeated = false;        // the function's kept launch again: its scan's outcome taken
+  uint64_t hash_value = 0;   // the arguments' hash
   ArgsHash args_hash;
   uint64_t* const hashed = args_hash.words();
   size_t nhashed = 0;
@@ -808,6 +917,33 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
     const std::span<const ParamSlot> layout(facts->slots(), facts->nslots);
     if (facts->have_layout) {
       scanned = true;
+      // The same launch as this function's kept one: its scan's outcome (RepeatedLaunch).
+      const uint64_t version = allocs_.version();
+      RepeatedLaunch* keep = nullptr;  // where this launch's scan is kept, if it is
+      if (facts->repeat_state != FrontFacts::kRepeatNever) {
+        if (facts->repeat_wait != 0) {
+          --facts->repeat_wait;
+        } else {
+          RepeatedLaunch& r = scratch_of_facts->repeated_for(*facts);
+          if (facts->repeat_bytes == 0) {
+            keep = &r;
+          } else if (r.version == version && r.grid[0] == call.grid[0] && r.grid[1] == call.grid[1] &&
+                     r.grid[2] == call.grid[2] && same_parameters(call, layout, r.bytes)) {
+            facts->repeat_state = 0;
+            ++scratch_of_facts->repeats;
+            ptrs.assign(r.ptrs, r.ptrs + r.nptrs);
+            by_signature = r.by_signature;
+            repeated = true;
+            hash_value = r.hash;
+          } else if (++facts->repeat_state >= RepeatedLaunch::kRepeatGiveUp) {
+            facts->repeat_state = 0;
+            facts->repeat_wait = RepeatedLaunch::kRepeatWait;
+            facts->repeat_bytes = 0;
+          } else {
+            keep = &r;
+          }
+        }
+      }
       const AllocationTable::Finder lookup = allocs_.finder(ts.allocation_cache);
       // A word can point into a live allocation only inside [lo, lo + span): one subtraction
       // and one comparison per word (span 0: the table is empty).
@@ -842,7 +978,8 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
       // zero-extended to a word), then the first `words` of those words checked against the
       // bounds in a loop that does nothing else; a pointer into a live allocation is then
       // replaced in the copy by its mark. The words hashed are those of 1.4's hash.
-      for (size_t i = 0; i < layout.size(); ++i) {
+      const size_t nscanned = repeated ? 0 : layout.size();
+      for (size_t i = 0; i < nscanned; ++i) {
         const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
                                           : static_cast<const uint8_t*>(call.args[i]);
         const uint32_t size = layout[i].size;
@@ -887,6 +1024,13 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
         scan_words(out, words);
         nhashed += padded;
       }
+      if (!repeated) {
+        {
+          self_time::Scope timed(self_time::kHash, timing);
+          hash_value = args_hash.value(nhashed);
+        }
+        if (keep != nullptr) keep_launch(*facts, *keep, call, layout, version, ptrs, by_signature, hash_value);
+      }
       if (corpus_ != nullptr && launch) [[unlikely]]
         corpus_->add(call.func, name, layout, call, ptrs, allocs_);
     }
@@ -894,10 +1038,7 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
   h.nptrs = uint32_t(ptrs.size());
   h.flags = (scanned ? uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash2) : 0u) |
             (precise ? uint32_t(trace::kKernelPrecise) : 0u) | (by_signature ? uint32_t(trace::kKernelArgsBySignature) : 0u);
-  if (scanned) {  // after the pointers: the caller writes them all as the tail
-    self_time::Scope timed(self_time::kHash, timing);
-    ptrs.push_back(args_hash.value(nhashed));
-  }
+  if (scanned) ptrs.push_back(hash_value);  // after the pointers: the caller writes them all as the tail
   // A launch inside a cuBLAS call: the call's byte ranges follow (trace format 1.5).
   if (launch && ts.blas_access_count != 0) {
     h.flags |= trace::kKernelCallAccesses;

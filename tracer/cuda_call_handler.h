@@ -75,6 +75,9 @@ class CudaCallHandler {
   // Built-in kernel signatures bound the words scanned in the parameters they describe
   // (tracer/kernel_signatures.h); on by default (setting kernel_signatures).
   void set_kernel_signatures(bool on) { kernel_signatures_ = on; }
+  // How many of the calling thread's launches took their function's last launch's scan (the
+  // same parameters, grid and allocations again: cuda_call_handler.cpp, RepeatedLaunch).
+  static uint64_t repeated_launches_of_this_thread();
   // Setting launch_corpus (a benchmark's): every scanned launch is also written there
   // (tracer/launch_corpus.h); the caller owns it and keeps it for the handler's life.
   void set_launch_corpus(LaunchCorpus* corpus) { corpus_ = corpus; }

@@ -543,6 +543,119 @@ TEST_F(HandlerTest, CatKernelsScanOnlyTheInputSlotsTheLaunchUses) {
   EXPECT_EQ(ks[3].tail_words<trace::KernelLaunchHead>(), all);  // signatures off
 }
 
+// A launch with the same parameter bytes and grid as its function's last one, the allocation
+// table unchanged since, takes that launch's scan (its pointers, hash and flags); any change
+// of the bytes, the grid or the table scans again, and gives what a scan gives. Every launch
+// below is checked against the pointers a scan finds.
+TEST_F(HandlerTest, ARepeatedLaunchTakesTheLastScanOnlyWhileItsBytesGridAndTableAreUnchanged) {
+  malloc_device(0x7000'0000, 1 << 20);
+  const uint64_t func = 0xAD1;
+  queries_.layouts[func] = {{0, 4}, {4, 8}, {16, 16}};  // PyTorch's x.add_(1): n, the functor, two pointers
+  struct Launch {
+    uint32_t grid_x;
+    uint64_t out, in;
+    uint32_t n;
+    const char* action;  // done before the launch
+  };
+  const Launch launches[] = {
+      {4, 0x7000'0000, 0x7000'1000, 64, nullptr},          // 0: scanned, kept
+      {4, 0x7000'0000, 0x7000'1000, 64, nullptr},          // 1: repeat
+      {4, 0x7000'0000, 0x7000'1000, 64, nullptr},          // 2: repeat
+      {4, 0x7000'0000, 0x7000'1000, 65, nullptr},          // 3: n differs: scanned
+      {4, 0x7000'0000, 0x7000'1000, 65, nullptr},          // 4: repeat
+      {8, 0x7000'0000, 0x7000'1000, 65, nullptr},          // 5: grid differs: scanned
+      {8, 0x7000'0000, 0x7000'1000, 65, "free"},           // 6: the allocation went: scanned, no pointer
+      {8, 0x7000'0000, 0x7000'1000, 65, nullptr},          // 7: repeat (of no pointer)
+      {8, 0x7000'0000, 0x7000'1000, 65, "malloc"},         // 8: back: scanned, both pointers
+      {8, 0x7000'0000, 0x9000'0000, 65, nullptr},          // 9: in points nowhere traced: one pointer
+      {8, 0x7000'0000, 0x9000'0000, 65, "malloc 9"},       // 10: now it does: scanned, two
+      {8, 0x7000'0000, 0x9000'0000, 65, nullptr},          // 11: repeat
+  };
+  std::vector<std::vector<uint64_t>> expected;
+  const std::vector<uint64_t> both = {0x7000'0000, 0x7000'1000};
+  expected = {both, both, both, both, both, both, {}, {}, both, {0x7000'0000}, {0x7000'0000, 0x9000'0000},
+              {0x7000'0000, 0x9000'0000}};
+  std::vector<uint64_t> repeats;
+  for (const auto& l : launches) {
+    if (l.action != nullptr && std::string(l.action) == "free") {
+      cudaFree_v3020_params f{as_ptr<void>(0x7000'0000)};
+      runtime(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, &f);
+    } else if (l.action != nullptr && std::string(l.action) == "malloc") {
+      malloc_device(0x7000'0000, 1 << 20);
+    } else if (l.action != nullptr) {
+      malloc_device(0x9000'0000, 1 << 20);
+    }
+    struct {
+      uint32_t n;
+      float alpha = 1.0f, other = 1.0f;
+      uint32_t pad = 0;
+      uint64_t data[2];
+    } p{l.n, 1.0f, 1.0f, 0, {l.out, l.in}};
+    static_assert(sizeof(p) == 32);
+    // The functor's bytes start at 4: the packed buffer as the driver's layout places it.
+    cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), l.grid_x, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551),
+                             nullptr, nullptr};
+    size_t size = sizeof(p);
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &p, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    dp.extra = extra;
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 90, "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_21CUDAFunctorOnSelf_addIfEESt5arrayIPcLm2EEEEviT0_T1_");
+    repeats.push_back(CudaCallHandler::repeated_launches_of_this_thread());
+  }
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), std::size(launches));
+  std::vector<uint64_t> hash;
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const auto head = ks[i].as<trace::KernelLaunchHead>();
+    EXPECT_EQ(ks[i].tail_words<trace::KernelLaunchHead>(), expected[i]) << i;
+    EXPECT_EQ(head.flags, uint32_t(trace::kKernelArgsScanned) | uint32_t(trace::kKernelArgsHash2)) << i;
+    EXPECT_EQ(head.grid[0], launches[i].grid_x) << i;
+    uint64_t h;
+    std::memcpy(&h, ks[i].body.data() + sizeof(head) + head.nptrs * sizeof(uint64_t), sizeof(h));
+    hash.push_back(h);
+  }
+  // The repeats took the kept scan (counted), and their hashes are their originals'.
+  const uint64_t r0 = repeats[0];
+  EXPECT_EQ(repeats, (std::vector<uint64_t>{r0, r0 + 1, r0 + 2, r0 + 2, r0 + 3, r0 + 3, r0 + 3, r0 + 4, r0 + 4, r0 + 4,
+                                            r0 + 4, r0 + 5}));
+  EXPECT_EQ(hash[1], hash[0]);
+  EXPECT_EQ(hash[2], hash[0]);
+  EXPECT_NE(hash[3], hash[0]);
+  EXPECT_EQ(hash[4], hash[3]);
+  EXPECT_EQ(hash[5], hash[3]);  // the grid is not hashed
+  EXPECT_NE(hash[6], hash[5]);  // no pointer: the addresses are scalars
+  EXPECT_EQ(hash[7], hash[6]);
+  EXPECT_EQ(hash[8], hash[5]);
+  EXPECT_EQ(hash[11], hash[10]);
+}
+
+// A function whose launches keep changing is not kept for a while (a miss costs a comparison
+// and a copy): its launches are scanned, and give what a scan gives.
+TEST_F(HandlerTest, AFunctionWhoseLaunchesDifferIsScannedEveryTime) {
+  malloc_device(0x7000'0000, 1 << 20);
+  const uint64_t func = 0xAD2;
+  queries_.layouts[func] = {{0, 8}, {8, 8}};
+  const uint64_t before = CudaCallHandler::repeated_launches_of_this_thread();
+  for (uint64_t i = 0; i < 300; ++i) {
+    uint64_t a = i < 280 ? 0x7000'0000 + (i % 7) * 0x100 : 0x7000'0000;  // 7 buffers in turn, then one
+    uint64_t b = i < 280 ? i : 5;
+    void* args[] = {&a, &b};
+    cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 1, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 91, "_Z1fPfm");
+  }
+  // Four misses in a row pause the function for 255 launches; the kept launch of the next try
+  // (launch 260) misses four times again: the 20 identical launches at the end fall inside the
+  // second pause, and are scanned.
+  EXPECT_EQ(CudaCallHandler::repeated_launches_of_this_thread() - before, 0u);
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 300u);
+  for (uint64_t i = 0; i < 300; ++i)
+    ASSERT_EQ(ks[i].tail_words<trace::KernelLaunchHead>(),
+              std::vector<uint64_t>{i < 280 ? 0x7000'0000 + (i % 7) * 0x100 : 0x7000'0000})
+        << i;
+}
+
 // The word after a scanned launch's pointers hashes its scalars: the same scalars with other
 // addresses give the same hash (addresses change from step to step, signatures must not), a
 // different scalar or a different pattern of repeated pointers gives another.
