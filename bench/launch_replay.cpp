@@ -326,6 +326,8 @@ int main(int argc, char** argv) {
   for (long i = 0; i < launches; ++i) launch(i);
   const double cpu = now_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0;
   std::printf("launches=%ld: %.1f ns per launch (thread CPU time)\n", launches, cpu / double(launches));
+  std::printf("launch memo: %llu of %ld launches took a memoised scan\n",
+              (unsigned long long)CudaCallHandler::memo_hits_of_this_thread(), launches);
   check();
   return 0;
 }

@@ -20,6 +20,7 @@
 #   streamrace      `streamrace run -o DIR -- job` (default tier, STREAMRACE_STACKS=auto)
 #   nostacks        the same with STREAMRACE_STACKS=none
 #   noblocks        the same with STREAMRACE_TORCH_ALLOCATOR=0 (no caching-allocator block events)
+#   nomemo          the same with STREAMRACE_LAUNCH_MEMO=0 (every launch's arguments scanned)
 #   rtlaunch        the default tier with STREAMRACE_RUNTIME_LAUNCHES=1 (kernel launches through the
 #                   runtime's callbacks too, as before 2026-12-02: four callbacks per launch)
 #   oldstacks       the default tier with the stack paths of before 2026-12-01's caches:
@@ -256,6 +257,7 @@ run_one() {  # job cfg round
         oldstacks)     STREAMRACE_PYTHON_SITES=0 STREAMRACE_NATIVE_UNWIND=dwarf timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         nostacks)      STREAMRACE_STACKS=none timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         noblocks)      STREAMRACE_TORCH_ALLOCATOR=0 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        nomemo)        STREAMRACE_LAUNCH_MEMO=0 STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         rtlaunch)      STREAMRACE_RUNTIME_LAUNCHES=1 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         confirmwin)    STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color --precise="$CONFIRM_KERNELS" \
                            -o "$tdir" -- "${cmd[@]}" ;;
@@ -272,7 +274,7 @@ run_one() {  # job cfg round
     metric=$(grep -oE "^$(job_metric "$job") -?[0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
     [[ "$job" == *_ab ]] && info="$(grep -E '^ab_(on|off)_(us|ns|ms) |^ab_added_pct ' "$log" | tr '\n' ' ')$(grep -m1 -oE 'o[f]+_won [0-9/]+|off won [0-9]+' "$log" || true)"
     case $cfg in
-        streamrace|nostacks|noblocks|rtlaunch|oldstacks|selftime|baseline|baseline_selftime|confirmwin)
+        streamrace|nostacks|noblocks|nomemo|rtlaunch|oldstacks|selftime|baseline|baseline_selftime|confirmwin)
             bytes=$(du -sb "$tdir" | cut -f1)
             files=$(find "$tdir" -name '*.srace' | wc -l)
             if [[ "$files" -eq 0 ]]; then
@@ -312,7 +314,7 @@ cfgs=()
 for c in $CONFIGS; do
     case $c in
         untraced) ;;
-        streamrace|nostacks|noblocks|rtlaunch|oldstacks|selftime|confirmwin) (( HAVE_SR )) || continue ;;
+        streamrace|nostacks|noblocks|nomemo|rtlaunch|oldstacks|selftime|confirmwin) (( HAVE_SR )) || continue ;;
         baseline|baseline_selftime)
             (( HAVE_SR )) || continue
             [[ -n "${BASELINE_LIB:-}" && -f "${BASELINE_LIB:-}" ]] || { note "$c skipped: BASELINE_LIB='${BASELINE_LIB:-}' is not a file"; continue; } ;;
@@ -364,10 +366,11 @@ for line in open(raw):
     r["units"] = units
     r["trace_bytes_per_unit"] = r["trace_bytes"] / units if r["trace_bytes"] is not None else None
     rows.append(r)
-order = ["untraced", "streamrace", "baseline", "rtlaunch", "selftime", "baseline_selftime", "oldstacks", "nostacks", "noblocks", "confirmwin", "floor_domains",
+order = ["untraced", "streamrace", "baseline", "rtlaunch", "selftime", "baseline_selftime", "oldstacks", "nostacks", "noblocks", "nomemo", "confirmwin", "floor_domains",
          "floor_cbids", "floor_rtcbids"]
 what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nostacks": "`streamrace run`, STREAMRACE_STACKS=none",
         "noblocks": "`streamrace run`, STREAMRACE_TORCH_ALLOCATOR=0",
+        "nomemo": "`streamrace run`, STREAMRACE_LAUNCH_MEMO=0",
         "rtlaunch": "`streamrace run`, STREAMRACE_RUNTIME_LAUNCHES=1 (launches through the runtime's callbacks too)",
         "floor_rtcbids": "empty CUPTI subscriber, the tracer's cbid list with the runtime's launches",
         "confirmwin": "the --confirm window: `streamrace run --precise=CONFIRM_KERNELS`",

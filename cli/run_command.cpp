@@ -70,6 +70,7 @@ const char* run_option_of(const TracerSetting& s) {
       {"python_sites", "--python-sites 0|1|2"},
       {"native_unwind", "--native-unwind cached|dwarf"},
       {"kernel_signatures", "--kernel-signatures 0|1"},
+      {"launch_memo", "--launch-memo 0|1"},
       {"timing", "--timing"},
       {"host_accesses", "--host-accesses"},
       {"torch_allocator", "--torch-allocator 0|1"},
@@ -683,6 +684,12 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                       "0 scans every word of every kernel parameter, also the unused pointer slots of kernels whose "
                       "signature is known (PyTorch's cat) (STREAMRACE_KERNEL_SIGNATURES)")
           ->type_name("0|1");
+  auto* launch_memo =
+      sub->add_option("--launch-memo",
+                      "0 scans every kernel launch's arguments; 1 (default) lets a launch with the same kernel, "
+                      "parameter bytes and grid as an earlier one, allocations unchanged, take that scan "
+                      "(STREAMRACE_LAUNCH_MEMO)")
+          ->type_name("0|1");
   auto* torch_allocator =
       sub->add_option("--torch-allocator",
                       "0 leaves PyTorch's caching allocator unobserved: kernel extents then reach to the end of "
@@ -747,7 +754,7 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("command", args->command, "The command to trace, after --")->required();
   sub->footer(settings_help());
   group_advanced(*sub, {"--precise-start", "--precise-patches", "--precise-module-filter", "--precise-sample", "--precise-unpatch", "--precise-debug",
-                        "--force-output", "--precise-from", "--torch-allocator", "--python-sites", "--native-unwind", "--kernel-signatures", "--keep-going"});
+                        "--force-output", "--precise-from", "--torch-allocator", "--python-sites", "--native-unwind", "--kernel-signatures", "--launch-memo", "--keep-going"});
   return [=]() {
     args->precise_requested = precise->count() > 0;
     auto& st = args->settings;
@@ -755,7 +762,7 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
     if (timing->count()) st["timing"] = "1";
     if (host_accesses->count()) st["host_accesses"] = "1";
     if (precise_debug->count()) st["precise_debug"] = "1";
-    for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"native_unwind", native_unwind}, {"kernel_signatures", kernel_signatures}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
+    for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"native_unwind", native_unwind}, {"kernel_signatures", kernel_signatures}, {"launch_memo", launch_memo}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
                             {"step_range", step_range}, {"steps", steps}, {"window", window}, {"ring", ring},
                             {"precise_patches", precise_patches}, {"precise_module_filter", module_filter},
                             {"precise_sample", precise_sample}, {"precise_unpatch", precise_unpatch}})

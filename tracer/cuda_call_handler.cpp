@@ -624,9 +624,6 @@ constexpr size_t kFunctionCacheLimit = 4096;  // per thread; cleared when full
 // more).
 struct alignas(64) FrontFacts {
   static constexpr uint32_t kInlineSlots = 10;
-  // repeat_state: the repeated launches' state (see RepeatedLaunch): kRepeatNever for a
-  // function whose parameters are too long to keep, else the kept launch's misses in a row.
-  static constexpr uint8_t kRepeatNever = 0xFF;
   uint64_t func = 0;      // 0: empty
   uint64_t recorder = 0;  // as FunctionFacts::recorder
   const KernelSignature* signature = nullptr;
@@ -636,35 +633,52 @@ struct alignas(64) FrontFacts {
   bool have_layout = false;
   ParamSlot inline_slots[kInlineSlots];
   const ParamSlot* long_slots = nullptr;  // the map's layout, when longer than kInlineSlots
-  uint8_t repeat_state = kRepeatNever;
-  uint8_t repeat_wait = 0;    // launches left to make before a launch is kept again
-  uint16_t repeat_bytes = 0;  // the kept launch's parameter bytes; 0: none kept
+  // The words the scan copies (each parameter's size, then its bytes in words) when they fit
+  // the hash's buffer, so that the launch memo can key a launch by them; else 0.
+  uint16_t memo_words = 0;
+  // The function's memo lookups and hits since its facts were filled: a function whose
+  // launches rarely repeat (a struct whose padding holds stack garbage, a counter passed by
+  // value) stops being memoised (MemoEntry).
+  uint16_t memo_lookups = 0;
+  uint16_t memo_hits = 0;
+  bool memo_exact = false;  // the memo keyed by the words themselves (MemoEntry)
   const ParamSlot* slots() const { return nslots <= kInlineSlots ? inline_slots : long_slots; }
 };
 static_assert(sizeof(FrontFacts) == 128);
 
-// The last launch of a function with short parameters (PyTorch's elementwise kernels take
-// 20-60 bytes, its concatenation 136), kept so that the same launch again (the same parameter bytes and grid, the
-// allocation table unchanged) takes the kept scan's outcome instead of scanning: its pointers,
-// the arguments' hash and whether a signature narrowed them are functions of exactly those
-// (the layout, the signature and the alignment are the function's). A launch loop on one
-// tensor repeats every launch; a training step rarely repeats the previous launch of a
-// function, so a function whose kept launch misses kRepeatGiveUp times in a row is not kept for
-// its next kRepeatWait launches (a miss costs the comparison and the copy kept).
-struct alignas(64) RepeatedLaunch {
-  static constexpr uint32_t kBytes = 176;
-  static constexpr uint32_t kPtrs = 6;
-  static constexpr uint8_t kRepeatGiveUp = 4;
-  static constexpr uint8_t kRepeatWait = 255;
-  uint64_t version = 0;  // the allocation table's when it was scanned
-  uint32_t grid[3] = {0, 0, 0};
-  uint8_t nptrs = 0;
-  bool by_signature = false;
+// The launch memo: a scan's outcome (the pointers found, the arguments' hash, whether a
+// signature narrowed the words), kept per thread under the function, the allocation table's
+// version, the grid (a signature's words depend on it) and a key of the words the scan read
+// (each parameter's size, then its bytes, as the scan copies them): up to kExactWords words
+// the words themselves, longer XXH3-128 of them. The outcome is a function of exactly those
+// (the layout, the signature and the alignment are the function's; a pointer is found only
+// through the table), so a launch with the same function, version, grid and key takes it
+// instead of scanning. A training step's launches pass the same tensors, sizes and scalars as
+// the last step's (the caching allocator hands out the same blocks) and a launch loop the same
+// as the last launch; the table changes only with a cudaMalloc or a free. Two different launches
+// of one function share a hashed key only if XXH3-128 collides (about 2^-128 per pair); every
+// kMemoCheckEvery-th hit scans all the same and compares, and a difference turns the memo off
+// for the process, with a warning in the trace.
+struct alignas(64) MemoEntry {
+  static constexpr uint32_t kData = 11;
+  static constexpr uint32_t kExactWords = 8;
+  uint64_t func = 0;  // 0: empty
+  uint64_t version = 0;
   uint64_t hash = 0;
-  uint64_t ptrs[kPtrs] = {};
-  uint8_t bytes[kBytes] = {};  // the parameters' bytes, one after another
+  uint32_t grid[3] = {0, 0, 0};
+  uint8_t nkey = 0;  // the key's words, data[0, nkey)
+  bool exact = false;  // they are the launch's words (else XXH3-128 of them: nkey 2)
+  uint8_t nptrs = 0;  // the pointers, data[nkey, nkey + nptrs)
+  bool by_signature = false;
+  uint64_t data[kData] = {};
 };
-static_assert(sizeof(RepeatedLaunch) == 256);
+static_assert(sizeof(MemoEntry) == 128);
+constexpr uint32_t kMemoBits = 12;  // 4,096 entries, 512 KiB per launching thread
+constexpr uint32_t kMemoCheckEvery = 1024;
+// After this many lookups, a function with fewer than one hit in kMemoMinHitShare of them is
+// not memoised any more (its misses pay the key for nothing).
+constexpr uint16_t kMemoTrialLookups = 256;
+constexpr uint16_t kMemoMinHitShare = 16;
 
 // The calling thread's launch scratch, reached from its TracerThreadState (no thread_local of
 // its own to look up): the pointer list a launch record carries and the facts of functions.
@@ -673,21 +687,24 @@ struct LaunchScratch {
   std::vector<uint64_t> ptrs;  // (beside front: a launch reads both)
   std::unique_ptr<FrontFacts[]> front{new FrontFacts[1u << kFrontBits]};
   uint64_t generation = 0;  // CudaCallHandler::functions_generation_ when the facts were filled
-  uint64_t repeats = 0;     // launches that took their function's kept scan (RepeatedLaunch)
+  uint64_t memo_hits = 0;   // launches that took a memo'd scan (MemoEntry)
+  uint32_t memo_until_check = kMemoCheckEvery;
   std::unordered_map<uint64_t, FunctionFacts> functions;
-  std::unique_ptr<RepeatedLaunch[]> repeated;  // beside front, entry for entry; made at first use
+  std::unique_ptr<MemoEntry[]> memo;  // made at the first launch that uses it
   FrontFacts& front_for(uint64_t func) {
     return front[(func * 0x9E3779B97F4A7C15ull) >> (64 - kFrontBits)];
   }
-  RepeatedLaunch& repeated_for(const FrontFacts& f) {
-    if (!repeated) [[unlikely]]
-      repeated.reset(new RepeatedLaunch[1u << kFrontBits]);
-    return repeated[&f - front.get()];
+  MemoEntry& memo_at(uint64_t index) {
+    if (!memo) [[unlikely]]
+      memo.reset(new MemoEntry[1u << kMemoBits]);
+    return memo[index & ((1u << kMemoBits) - 1)];
   }
-  // Every function's facts go (the front's longer layouts point into the map: both go).
+  // Every function's facts go (the front's longer layouts point into the map: all go), and
+  // the memo with them (a handle may name another kernel now).
   void forget() {
     functions.clear();
     for (uint32_t i = 0; i < (1u << kFrontBits); ++i) front[i].func = 0;
+    memo.reset();
   }
 };
 LaunchScratch& launch_scratch(TracerThreadState& ts) {
@@ -695,7 +712,21 @@ LaunchScratch& launch_scratch(TracerThreadState& ts) {
 }
 }  // namespace
 
-uint64_t CudaCallHandler::repeated_launches_of_this_thread() { return launch_scratch(thread_state()).repeats; }
+uint64_t CudaCallHandler::memo_hits_of_this_thread() { return launch_scratch(thread_state()).memo_hits; }
+
+void CudaCallHandler::reset_launch_memo_of_this_thread() {
+  LaunchScratch& scratch = launch_scratch(thread_state());
+  scratch.memo.reset();
+  scratch.memo_hits = 0;
+  scratch.memo_until_check = kMemoCheckEvery;
+}
+
+void CudaCallHandler::spoil_launch_memo_of_this_thread() {
+  LaunchScratch& scratch = launch_scratch(thread_state());
+  if (!scratch.memo) return;
+  for (uint32_t i = 0; i < (1u << kMemoBits); ++i) scratch.memo[i].hash ^= 1;
+  scratch.memo_until_check = 1;
+}
 
 namespace {
 
@@ -741,15 +772,15 @@ __attribute__((noinline, cold)) void fill_facts(CudaCallHandler& handler, bool k
   front.have_layout = full->have_layout;
   const size_t n = full->have_layout ? full->layout.size() : 0;
   front.long_slots = nullptr;
-  front.repeat_state = FrontFacts::kRepeatNever;
-  front.repeat_wait = 0;
-  front.repeat_bytes = 0;
+  uint64_t words = 0;
+  for (size_t i = 0; i < n; ++i) words += 1 + (uint64_t(full->layout[i].size) + 7) / 8;
+  front.memo_words = n > 0 && words <= ArgsHash::kBufferWords ? uint16_t(words) : 0;
+  front.memo_lookups = 0;
+  front.memo_hits = 0;
+  front.memo_exact = front.memo_words != 0 && front.memo_words <= MemoEntry::kExactWords;
   if (n <= FrontFacts::kInlineSlots) {
     std::copy_n(full->layout.begin(), n, front.inline_slots);
     front.nslots = uint16_t(n);
-    uint64_t bytes = 0;
-    for (size_t i = 0; i < n; ++i) bytes += full->layout[i].size;
-    if (full->have_layout && n > 0 && bytes <= RepeatedLaunch::kBytes) front.repeat_state = 0;
   } else if (n <= UINT16_MAX) {
     front.long_slots = full->layout.data();
     front.nslots = uint16_t(n);
@@ -767,54 +798,28 @@ inline const uint8_t* parameter_bytes(const CudaCall& call, std::span<const Para
                      : static_cast<const uint8_t*>(call.args[i]);
 }
 
-// Whether a launch's parameters are `kept`'s bytes (RepeatedLaunch): short, of sizes a load
-// compares, most of them.
-inline bool same_parameters(const CudaCall& call, std::span<const ParamSlot> layout, const uint8_t* kept) {
-  for (size_t i = 0; i < layout.size(); ++i) {
-    const uint8_t* base = parameter_bytes(call, layout, i);
-    const uint32_t size = layout[i].size;
-    if (base == nullptr) [[unlikely]]
-      return false;
-    bool same;
-    switch (size) {
-      case 8: { uint64_t a, b; std::memcpy(&a, base, 8); std::memcpy(&b, kept, 8); same = a == b; break; }
-      case 4: { uint32_t a, b; std::memcpy(&a, base, 4); std::memcpy(&b, kept, 4); same = a == b; break; }
-      case 16: {
-        uint64_t a[2], b[2];
-        std::memcpy(a, base, 16);
-        std::memcpy(b, kept, 16);
-        same = ((a[0] ^ b[0]) | (a[1] ^ b[1])) == 0;
-        break;
-      }
-      default: same = std::memcmp(base, kept, size) == 0;
-    }
-    if (!same) return false;
-    kept += size;
+// A parameter's bytes copied into words at `out` as the scan hashes them (the leftover bytes
+// zero-extended to a word). Copies of a constant size are a load and a store each; the sizes
+// most parameters have (a pointer, a size, an int, a flag, PyTorch's two-pointer array) take
+// no call.
+inline __attribute__((always_inline)) void copy_words(uint64_t* out, const uint8_t* base, uint32_t size) {
+  switch (size) {
+    case 8: std::memcpy(out, base, 8); break;
+    case 4: { uint32_t v; std::memcpy(&v, base, 4); out[0] = v; break; }
+    case 1: out[0] = base[0]; break;
+    case 16: std::memcpy(out, base, 16); break;
+    case 2: { uint16_t v; std::memcpy(&v, base, 2); out[0] = v; break; }
+    default:
+      if (size % 8 != 0) out[size / 8] = 0;
+      std::memcpy(out, base, size);
   }
-  return true;
 }
 
-// This launch's scan, kept as its function's last (RepeatedLaunch); not kept when its
-// pointers do not fit or a parameter has no bytes. Out of line: run on misses only.
-__attribute__((noinline)) void keep_launch(FrontFacts& facts, RepeatedLaunch& r, const CudaCall& call,
-                                           std::span<const ParamSlot> layout, uint64_t version,
-                                           const std::vector<uint64_t>& ptrs, bool by_signature, uint64_t hash) {
-  facts.repeat_bytes = 0;
-  if (ptrs.size() > RepeatedLaunch::kPtrs) return;
-  uint32_t at = 0;
-  for (size_t i = 0; i < layout.size(); ++i) {
-    const uint8_t* base = parameter_bytes(call, layout, i);
-    if (base == nullptr) return;
-    std::memcpy(r.bytes + at, base, layout[i].size);  // fits: fill_facts checked the sizes' sum
-    at += layout[i].size;
-  }
-  r.version = version;
-  for (int k = 0; k < 3; ++k) r.grid[k] = call.grid[k];
-  r.nptrs = uint8_t(ptrs.size());
-  r.by_signature = by_signature;
-  r.hash = hash;
-  std::copy(ptrs.begin(), ptrs.end(), r.ptrs);
-  facts.repeat_bytes = uint16_t(at);
+__attribute__((noinline, cold)) void memo_mismatch(CudaCallHandler& handler, std::atomic<bool>& off) {
+  if (off.exchange(true, std::memory_order_relaxed)) return;
+  handler.recorder().add_notice(trace::NoticeLevel::kWarning,
+                                "a memoised kernel-argument scan differed from a new scan of the same launch: "
+                                "the launch memo is off for the rest of the process (please report this)");
 }
 }  // namespace
 
@@ -903,8 +908,7 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
   ptrs.clear();
   bool scanned = false;
   bool by_signature = false;
-  bool repeated = false;        // the function's kept launch again: its scan's outcome taken
-  uint64_t hash_value = 0;   // the arguments' hash
+  uint64_t hash_value = 0;  // the arguments' hash
   ArgsHash args_hash;
   uint64_t* const hashed = args_hash.words();
   size_t nhashed = 0;
@@ -917,33 +921,6 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
     const std::span<const ParamSlot> layout(facts->slots(), facts->nslots);
     if (facts->have_layout) {
       scanned = true;
-      // The same launch as this function's kept one: its scan's outcome (RepeatedLaunch).
-      const uint64_t version = allocs_.version();
-      RepeatedLaunch* keep = nullptr;  // where this launch's scan is kept, if it is
-      if (facts->repeat_state != FrontFacts::kRepeatNever) {
-        if (facts->repeat_wait != 0) {
-          --facts->repeat_wait;
-        } else {
-          RepeatedLaunch& r = scratch_of_facts->repeated_for(*facts);
-          if (facts->repeat_bytes == 0) {
-            keep = &r;
-          } else if (r.version == version && r.grid[0] == call.grid[0] && r.grid[1] == call.grid[1] &&
-                     r.grid[2] == call.grid[2] && same_parameters(call, layout, r.bytes)) {
-            facts->repeat_state = 0;
-            ++scratch_of_facts->repeats;
-            ptrs.assign(r.ptrs, r.ptrs + r.nptrs);
-            by_signature = r.by_signature;
-            repeated = true;
-            hash_value = r.hash;
-          } else if (++facts->repeat_state >= RepeatedLaunch::kRepeatGiveUp) {
-            facts->repeat_state = 0;
-            facts->repeat_wait = RepeatedLaunch::kRepeatWait;
-            facts->repeat_bytes = 0;
-          } else {
-            keep = &r;
-          }
-        }
-      }
       const AllocationTable::Finder lookup = allocs_.finder(ts.allocation_cache);
       // A word can point into a live allocation only inside [lo, lo + span): one subtraction
       // and one comparison per word (span 0: the table is empty).
@@ -974,14 +951,130 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
           out[k] = kPointerMark + index;
         }
       };
+      bool done = false;
+      // The launch memo (MemoEntry): every parameter copied first, the copy keyed and the memo
+      // asked; on a miss the copy is scanned where it lies and its outcome memoised.
+      if (facts->memo_words != 0 && !memo_off_.load(std::memory_order_relaxed)) {
+        const uint64_t version = allocs_.version();  // before any lookup of this scan
+        bool complete = true;
+        for (size_t i = 0; i < layout.size(); ++i) {
+          const uint8_t* base = parameter_bytes(call, layout, i);
+          if (base == nullptr) [[unlikely]] {
+            complete = false;
+            break;
+          }
+          const uint32_t size = layout[i].size;
+          hashed[nhashed++] = size;
+          copy_words(hashed + nhashed, base, size);
+          nhashed += (size + 7) / 8;
+        }
+        if (complete) {
+          // The key: the words themselves (a fold of them picks the entry), or XXH3-128 of them.
+          const bool exact = facts->memo_exact;
+          uint64_t key[2];
+          const uint64_t* key_words = key;
+          uint32_t nkey = 2;
+          uint64_t index;
+          if (exact) {
+            uint64_t fold = 0;
+            for (size_t k = 0; k < nhashed; ++k) fold = (fold ^ hashed[k]) * 0x9E3779B97F4A7C15ull;
+            index = fold >> (64 - kMemoBits);
+            key_words = hashed;
+            nkey = uint32_t(nhashed);
+          } else {
+            // (Unseeded: a seed makes XXH3 derive its secret anew for every input over 240 bytes.)
+            const size_t bytes = nhashed * sizeof(uint64_t);
+            if (bytes <= 240) {
+              const XXH128_hash_t k = XXH3_128bits(hashed, bytes);
+              key[0] = k.low64;
+              key[1] = k.high64;
+            } else {
+              wide::xxh3_128(hashed, bytes, key);
+            }
+            index = key[0];
+          }
+          LaunchScratch& scratch = *scratch_of_facts;
+          MemoEntry& m = scratch.memo_at(index);
+          if (facts->memo_lookups < kMemoTrialLookups) [[unlikely]] {
+            ++facts->memo_lookups;
+          } else if (facts->memo_lookups == kMemoTrialLookups) [[unlikely]] {
+            // The trial's end: kept on for good, or off.
+            facts->memo_lookups = kMemoTrialLookups + 1;
+            if (facts->memo_hits * kMemoMinHitShare < kMemoTrialLookups) facts->memo_words = 0;
+          }
+          bool same = m.func == call.func && m.version == version && m.nkey == nkey && m.exact == exact &&
+                      m.grid[0] == call.grid[0] && m.grid[1] == call.grid[1] && m.grid[2] == call.grid[2];
+          if (same) {
+            uint64_t differ = 0;  // no branch per word
+            for (uint32_t k = 0; k < nkey; ++k) differ |= m.data[k] ^ key_words[k];
+            same = differ == 0;
+          }
+          bool check = false;
+          if (same) {
+            if (--scratch.memo_until_check != 0) [[likely]] {
+              ++scratch.memo_hits;
+              if (facts->memo_hits < kMemoTrialLookups) ++facts->memo_hits;
+              ptrs.assign(m.data + nkey, m.data + nkey + m.nptrs);
+              by_signature = m.by_signature;
+              hash_value = m.hash;
+              done = true;
+            } else {
+              scratch.memo_until_check = kMemoCheckEvery;
+              check = true;  // scanned all the same, and compared
+            }
+          }
+          if (!done) {
+            if (!check) {  // the key's words kept before the scan marks the pointers in the copy
+              m.func = 0;
+              std::copy(key_words, key_words + nkey, m.data);
+            }
+            size_t at = 0;
+            for (size_t i = 0; i < layout.size(); ++i) {
+              const uint32_t size = layout[i].size;
+              const uint32_t all_words = size / 8;
+              ++at;  // the size's word
+              const uint32_t words =
+                  facts->signature ? pointer_words(facts->signature, uint32_t(i), all_words, call.grid) : all_words;
+              by_signature |= words < all_words;
+              scan_words(hashed + at, words);
+              at += (size + 7) / 8;
+            }
+            {
+              self_time::Scope timed(self_time::kHash, timing);
+              hash_value = args_hash.value(nhashed);
+            }
+            if (check) {
+              if (m.hash != hash_value || m.by_signature != by_signature || m.nptrs != ptrs.size() ||
+                  !std::equal(ptrs.begin(), ptrs.end(), m.data + nkey)) [[unlikely]]
+                memo_mismatch(*this, memo_off_);
+            } else if (ptrs.size() <= MemoEntry::kData - nkey) {
+              m.func = call.func;
+              m.version = version;
+              m.hash = hash_value;
+              for (int k = 0; k < 3; ++k) m.grid[k] = call.grid[k];
+              m.nkey = uint8_t(nkey);
+              m.exact = exact;
+              m.nptrs = uint8_t(ptrs.size());
+              m.by_signature = by_signature;
+              std::copy(ptrs.begin(), ptrs.end(), m.data + nkey);
+            } else if (exact) {
+              facts->memo_exact = false;  // more pointers than fit beside the words: keyed by hash from now on
+            } else {
+              facts->memo_words = 0;  // more pointers than an entry holds: not memoised
+            }
+            done = true;
+          }
+        } else {
+          nhashed = 0;  // a parameter without bytes: the scan below starts again
+        }
+      }
       // Per parameter: its size, then its bytes copied as they are (the leftover bytes
       // zero-extended to a word), then the first `words` of those words checked against the
       // bounds in a loop that does nothing else; a pointer into a live allocation is then
       // replaced in the copy by its mark. The words hashed are those of 1.4's hash.
-      const size_t nscanned = repeated ? 0 : layout.size();
+      const size_t nscanned = done ? 0 : layout.size();
       for (size_t i = 0; i < nscanned; ++i) {
-        const uint8_t* base = call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
-                                          : static_cast<const uint8_t*>(call.args[i]);
+        const uint8_t* base = parameter_bytes(call, layout, i);
         const uint32_t size = layout[i].size;
         const uint32_t padded = (size + 7) / 8;
         if (base == nullptr || 1 + padded > ArgsHash::kBufferWords - nhashed) [[unlikely]] {
@@ -990,46 +1083,32 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
           // Longer than what is left of the hash's buffer: in pieces, spilling in between.
           const uint32_t words = pointer_words(facts->signature, uint32_t(i), size / 8, call.grid);
           by_signature |= words < size / 8;
-          for (uint32_t done = 0; done < padded;) {
+          for (uint32_t piece_at = 0; piece_at < padded;) {
             if (nhashed == ArgsHash::kBufferWords) nhashed = args_hash.spill(nhashed);
-            const uint32_t piece = std::min<uint32_t>(padded - done, uint32_t(ArgsHash::kBufferWords - nhashed));
-            const size_t bytes = std::min<size_t>(size_t(piece) * 8, size - size_t(done) * 8);
+            const uint32_t piece = std::min<uint32_t>(padded - piece_at, uint32_t(ArgsHash::kBufferWords - nhashed));
+            const size_t piece_bytes = std::min<size_t>(size_t(piece) * 8, size - size_t(piece_at) * 8);
             uint64_t* const out = hashed + nhashed;
-            if (bytes < size_t(piece) * 8) out[piece - 1] = 0;  // the leftover bytes' word
-            std::memcpy(out, base + size_t(done) * 8, bytes);
-            scan_words(out, words > done ? std::min(words - done, piece) : 0);
+            if (piece_bytes < size_t(piece) * 8) out[piece - 1] = 0;  // the leftover bytes' word
+            std::memcpy(out, base + size_t(piece_at) * 8, piece_bytes);
+            scan_words(out, words > piece_at ? std::min(words - piece_at, piece) : 0);
             nhashed += piece;
-            done += piece;
+            piece_at += piece;
           }
           continue;
         }
         hashed[nhashed++] = size;
         uint64_t* const out = hashed + nhashed;
         const uint32_t all_words = size / 8;
-        // Copies of a constant size are a load and a store each; the sizes most parameters
-        // have (a pointer, a size, an int, a flag, PyTorch's two-pointer array) take no call.
-        switch (size) {
-          case 8: std::memcpy(out, base, 8); break;
-          case 4: { uint32_t v; std::memcpy(&v, base, 4); out[0] = v; break; }
-          case 1: out[0] = base[0]; break;
-          case 16: std::memcpy(out, base, 16); break;
-          case 2: { uint16_t v; std::memcpy(&v, base, 2); out[0] = v; break; }
-          default:
-            if (all_words < padded) out[all_words] = 0;  // the leftover bytes, zero-extended to a word
-            std::memcpy(out, base, size);
-        }
+        copy_words(out, base, size);
         const uint32_t words =
             facts->signature ? pointer_words(facts->signature, uint32_t(i), all_words, call.grid) : all_words;
         by_signature |= words < all_words;
         scan_words(out, words);
         nhashed += padded;
       }
-      if (!repeated) {
-        {
-          self_time::Scope timed(self_time::kHash, timing);
-          hash_value = args_hash.value(nhashed);
-        }
-        if (keep != nullptr) keep_launch(*facts, *keep, call, layout, version, ptrs, by_signature, hash_value);
+      if (!done) {
+        self_time::Scope timed(self_time::kHash, timing);
+        hash_value = args_hash.value(nhashed);
       }
       if (corpus_ != nullptr && launch) [[unlikely]]
         corpus_->add(call.func, name, layout, call, ptrs, allocs_);

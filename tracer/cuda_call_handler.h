@@ -75,9 +75,18 @@ class CudaCallHandler {
   // Built-in kernel signatures bound the words scanned in the parameters they describe
   // (tracer/kernel_signatures.h); on by default (setting kernel_signatures).
   void set_kernel_signatures(bool on) { kernel_signatures_ = on; }
-  // How many of the calling thread's launches took their function's last launch's scan (the
-  // same parameters, grid and allocations again: cuda_call_handler.cpp, RepeatedLaunch).
-  static uint64_t repeated_launches_of_this_thread();
+  // How many of the calling thread's launches took a memoised scan instead of scanning (the
+  // same function, parameter bytes, grid and allocations again: cuda_call_handler.cpp,
+  // MemoEntry).
+  static uint64_t memo_hits_of_this_thread();
+  // For tests: the calling thread's memo emptied, its hits counted from 0 and its next check
+  // 1,024 hits away; every memoised outcome of the thread made wrong, and its next hit checked
+  // (which must then turn the memo off, with a warning).
+  static void reset_launch_memo_of_this_thread();
+  static void spoil_launch_memo_of_this_thread();
+  // Whether the launch memo is in use (setting launch_memo; off for good after a mismatch).
+  void set_launch_memo(bool on) { memo_off_.store(!on, std::memory_order_relaxed); }
+  bool launch_memo() const { return !memo_off_.load(std::memory_order_relaxed); }
   // Setting launch_corpus (a benchmark's): every scanned launch is also written there
   // (tracer/launch_corpus.h); the caller owns it and keeps it for the handler's life.
   void set_launch_corpus(LaunchCorpus* corpus) { corpus_ = corpus; }
@@ -156,6 +165,7 @@ class CudaCallHandler {
   // Counts the unloads of modules, libraries and contexts (kFunctionsUnload): a thread's
   // facts of functions filled at another count are forgotten before its next launch.
   std::atomic<uint64_t> functions_generation_{0};
+  std::atomic<bool> memo_off_{false};  // the launch memo (cuda_call_handler.cpp, MemoEntry)
   AllocationTable& allocs_;
   CudaQueries& queries_;
   StackCapture* stacks_;

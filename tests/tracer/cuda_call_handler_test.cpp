@@ -543,39 +543,44 @@ TEST_F(HandlerTest, CatKernelsScanOnlyTheInputSlotsTheLaunchUses) {
   EXPECT_EQ(ks[3].tail_words<trace::KernelLaunchHead>(), all);  // signatures off
 }
 
-// A launch with the same parameter bytes and grid as its function's last one, the allocation
-// table unchanged since, takes that launch's scan (its pointers, hash and flags); any change
-// of the bytes, the grid or the table scans again, and gives what a scan gives. Every launch
-// below is checked against the pointers a scan finds.
-TEST_F(HandlerTest, ARepeatedLaunchTakesTheLastScanOnlyWhileItsBytesGridAndTableAreUnchanged) {
+// A launch with the same function, parameter bytes and grid as an earlier one, the
+// allocation table unchanged since, takes that launch's scan from the memo (its pointers, hash
+// and flags); a change of the bytes, the grid or the table scans again and gives what a scan
+// gives. Every launch below is checked against the pointers a scan finds.
+namespace {
+struct AddLaunch {
+  uint32_t grid_x;
+  uint64_t out, in;
+  uint32_t n;
+  const char* action;  // done before the launch
+};
+}  // namespace
+
+TEST_F(HandlerTest, ALaunchLikeAnEarlierOneTakesItsScanOnlyWhileItsBytesGridAndTableAreUnchanged) {
+  CudaCallHandler::reset_launch_memo_of_this_thread();
   malloc_device(0x7000'0000, 1 << 20);
   const uint64_t func = 0xAD1;
   queries_.layouts[func] = {{0, 4}, {4, 8}, {16, 16}};  // PyTorch's x.add_(1): n, the functor, two pointers
-  struct Launch {
-    uint32_t grid_x;
-    uint64_t out, in;
-    uint32_t n;
-    const char* action;  // done before the launch
+  const AddLaunch launches[] = {
+      {4, 0x7000'0000, 0x7000'1000, 64, nullptr},   // 0: scanned, memoised
+      {4, 0x7000'0000, 0x7000'1000, 64, nullptr},   // 1: hit
+      {4, 0x7000'0000, 0x7000'1000, 64, nullptr},   // 2: hit
+      {4, 0x7000'0000, 0x7000'1000, 65, nullptr},   // 3: n differs: scanned
+      {4, 0x7000'0000, 0x7000'1000, 65, nullptr},   // 4: hit
+      {4, 0x7000'0000, 0x7000'1000, 64, nullptr},   // 5: launch 0's again: hit (not only the last is kept)
+      {8, 0x7000'0000, 0x7000'1000, 65, nullptr},   // 6: grid differs: scanned
+      {8, 0x7000'0000, 0x7000'1000, 65, "free"},    // 7: the allocation went: scanned, no pointer
+      {8, 0x7000'0000, 0x7000'1000, 65, nullptr},   // 8: hit (of no pointer)
+      {8, 0x7000'0000, 0x7000'1000, 65, "malloc"},  // 9: back: scanned, both pointers
+      {8, 0x7000'0000, 0x9000'0000, 65, nullptr},   // 10: in points nowhere traced: one pointer
+      {8, 0x7000'0000, 0x9000'0000, 65, "malloc 9"},  // 11: now it does: scanned, two
+      {8, 0x7000'0000, 0x9000'0000, 65, nullptr},   // 12: hit
   };
-  const Launch launches[] = {
-      {4, 0x7000'0000, 0x7000'1000, 64, nullptr},          // 0: scanned, kept
-      {4, 0x7000'0000, 0x7000'1000, 64, nullptr},          // 1: repeat
-      {4, 0x7000'0000, 0x7000'1000, 64, nullptr},          // 2: repeat
-      {4, 0x7000'0000, 0x7000'1000, 65, nullptr},          // 3: n differs: scanned
-      {4, 0x7000'0000, 0x7000'1000, 65, nullptr},          // 4: repeat
-      {8, 0x7000'0000, 0x7000'1000, 65, nullptr},          // 5: grid differs: scanned
-      {8, 0x7000'0000, 0x7000'1000, 65, "free"},           // 6: the allocation went: scanned, no pointer
-      {8, 0x7000'0000, 0x7000'1000, 65, nullptr},          // 7: repeat (of no pointer)
-      {8, 0x7000'0000, 0x7000'1000, 65, "malloc"},         // 8: back: scanned, both pointers
-      {8, 0x7000'0000, 0x9000'0000, 65, nullptr},          // 9: in points nowhere traced: one pointer
-      {8, 0x7000'0000, 0x9000'0000, 65, "malloc 9"},       // 10: now it does: scanned, two
-      {8, 0x7000'0000, 0x9000'0000, 65, nullptr},          // 11: repeat
-  };
-  std::vector<std::vector<uint64_t>> expected;
   const std::vector<uint64_t> both = {0x7000'0000, 0x7000'1000};
-  expected = {both, both, both, both, both, both, {}, {}, both, {0x7000'0000}, {0x7000'0000, 0x9000'0000},
-              {0x7000'0000, 0x9000'0000}};
-  std::vector<uint64_t> repeats;
+  const std::vector<std::vector<uint64_t>> expected = {
+      both, both, both, both, both, both, both, {}, {}, both, {0x7000'0000}, {0x7000'0000, 0x9000'0000},
+      {0x7000'0000, 0x9000'0000}};
+  std::vector<uint64_t> hits;
   for (const auto& l : launches) {
     if (l.action != nullptr && std::string(l.action) == "free") {
       cudaFree_v3020_params f{as_ptr<void>(0x7000'0000)};
@@ -599,7 +604,7 @@ TEST_F(HandlerTest, ARepeatedLaunchTakesTheLastScanOnlyWhileItsBytesGridAndTable
     void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &p, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
     dp.extra = extra;
     driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 90, "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_21CUDAFunctorOnSelf_addIfEESt5arrayIPcLm2EEEEviT0_T1_");
-    repeats.push_back(CudaCallHandler::repeated_launches_of_this_thread());
+    hits.push_back(CudaCallHandler::memo_hits_of_this_thread());
   }
   auto t = finish();
   auto ks = t.of(RecordKind::kKernelLaunch);
@@ -614,46 +619,135 @@ TEST_F(HandlerTest, ARepeatedLaunchTakesTheLastScanOnlyWhileItsBytesGridAndTable
     std::memcpy(&h, ks[i].body.data() + sizeof(head) + head.nptrs * sizeof(uint64_t), sizeof(h));
     hash.push_back(h);
   }
-  // The repeats took the kept scan (counted), and their hashes are their originals'.
-  const uint64_t r0 = repeats[0];
-  EXPECT_EQ(repeats, (std::vector<uint64_t>{r0, r0 + 1, r0 + 2, r0 + 2, r0 + 3, r0 + 3, r0 + 3, r0 + 4, r0 + 4, r0 + 4,
-                                            r0 + 4, r0 + 5}));
+  // The hits took the memoised scan (counted), and their hashes are their originals'.
+  const uint64_t h0 = hits[0];
+  EXPECT_EQ(h0, 0u);
+  EXPECT_EQ(hits, (std::vector<uint64_t>{0, 1, 2, 2, 3, 4, 4, 4, 5, 5, 5, 5, 6}));
   EXPECT_EQ(hash[1], hash[0]);
   EXPECT_EQ(hash[2], hash[0]);
   EXPECT_NE(hash[3], hash[0]);
   EXPECT_EQ(hash[4], hash[3]);
-  EXPECT_EQ(hash[5], hash[3]);  // the grid is not hashed
-  EXPECT_NE(hash[6], hash[5]);  // no pointer: the addresses are scalars
-  EXPECT_EQ(hash[7], hash[6]);
-  EXPECT_EQ(hash[8], hash[5]);
-  EXPECT_EQ(hash[11], hash[10]);
+  EXPECT_EQ(hash[5], hash[0]);
+  EXPECT_EQ(hash[6], hash[3]);  // the grid is not hashed
+  EXPECT_NE(hash[7], hash[6]);  // no pointer: the addresses are scalars
+  EXPECT_EQ(hash[8], hash[7]);
+  EXPECT_EQ(hash[9], hash[6]);
+  EXPECT_EQ(hash[12], hash[11]);
 }
 
-// A function whose launches keep changing is not kept for a while (a miss costs a comparison
-// and a copy): its launches are scanned, and give what a scan gives.
-TEST_F(HandlerTest, AFunctionWhoseLaunchesDifferIsScannedEveryTime) {
+// Launches that all differ are all scanned; a function with fewer than 16 hits in its first
+// 256 lookups is not memoised any more; launches with more pointers than a memo entry holds
+// are never memoised (every one scanned); with the memo off (setting launch_memo 0) nothing
+// is. Each gives what a scan gives.
+TEST_F(HandlerTest, LaunchesUnlikeEveryEarlierOneAndLaunchesOfManyPointersAreScanned) {
+  CudaCallHandler::reset_launch_memo_of_this_thread();
   malloc_device(0x7000'0000, 1 << 20);
-  const uint64_t func = 0xAD2;
-  queries_.layouts[func] = {{0, 8}, {8, 8}};
-  const uint64_t before = CudaCallHandler::repeated_launches_of_this_thread();
-  for (uint64_t i = 0; i < 300; ++i) {
-    uint64_t a = i < 280 ? 0x7000'0000 + (i % 7) * 0x100 : 0x7000'0000;  // 7 buffers in turn, then one
-    uint64_t b = i < 280 ? i : 5;
+  const uint64_t two = 0xAD2, stopped = 0xAD5;
+  queries_.layouts[two] = {{0, 8}, {8, 8}};
+  queries_.layouts[stopped] = {{0, 8}, {8, 8}};
+  auto launch_two = [&](uint64_t func, uint64_t a, uint64_t b) {
     void* args[] = {&a, &b};
     cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 1, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
     driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 91, "_Z1fPfm");
+  };
+  // 200 launches, each unlike every earlier one (7 buffers in turn), then one launch 20
+  // times: 19 hits.
+  for (uint64_t i = 0; i < 220; ++i) launch_two(two, i < 200 ? 0x7000'0000 + (i % 7) * 0x100 : 0x7000'0000, i < 200 ? i : 5);
+  EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 19u);
+  // 300 such launches of another function: its trial of 256 lookups found no hit, so the 20
+  // launches alike after them are scanned.
+  for (uint64_t i = 0; i < 320; ++i) launch_two(stopped, i < 300 ? 0x7000'0000 + (i % 7) * 0x100 : 0x7000'0000, i < 300 ? i : 5);
+  EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 19u);
+  // Eleven pointers: more than an entry keyed by hash holds (nine).
+  const uint64_t eleven = 0xAD3;
+  queries_.layouts[eleven] = {{0, 88}};
+  uint64_t many[11];
+  for (int k = 0; k < 11; ++k) many[k] = 0x7000'0000 + uint64_t(k) * 0x40;
+  for (int i = 0; i < 5; ++i) {
+    void* args[] = {many};
+    cuLaunchKernel_params dp{as_ptr<CUfunc_st>(eleven), 1, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 92, "_Z1g11Pointers");
   }
-  // Four misses in a row pause the function for 255 launches; the kept launch of the next try
-  // (launch 260) misses four times again: the 20 identical launches at the end fall inside the
-  // second pause, and are scanned.
-  EXPECT_EQ(CudaCallHandler::repeated_launches_of_this_thread() - before, 0u);
+  EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 19u);
+  // Four pointer parameters: 8 words, keyed by the words themselves, leave room for three
+  // pointers; the first launch finds four, so the function is keyed by hash from then on: the
+  // second launch is memoised, the next three hit.
+  const uint64_t four = 0xAD6;
+  queries_.layouts[four] = {{0, 8}, {8, 8}, {16, 8}, {24, 8}};
+  for (int i = 0; i < 5; ++i) {
+    void* args[] = {&many[0], &many[1], &many[2], &many[3]};
+    cuLaunchKernel_params dp{as_ptr<CUfunc_st>(four), 1, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 95, "_Z1hPfS_S_S_");
+  }
+  EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 22u);
+  // The memo off: the same launch five times, scanned five times.
+  handler_->set_launch_memo(false);
+  EXPECT_FALSE(handler_->launch_memo());
+  for (int i = 0; i < 5; ++i) launch_two(two, 0x7000'0000, 5);
+  EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 22u);
   auto t = finish();
   auto ks = t.of(RecordKind::kKernelLaunch);
-  ASSERT_EQ(ks.size(), 300u);
-  for (uint64_t i = 0; i < 300; ++i)
+  ASSERT_EQ(ks.size(), 220u + 320u + 5u + 5u + 5u);
+  for (uint64_t i = 0; i < 220; ++i)
     ASSERT_EQ(ks[i].tail_words<trace::KernelLaunchHead>(),
-              std::vector<uint64_t>{i < 280 ? 0x7000'0000 + (i % 7) * 0x100 : 0x7000'0000})
+              std::vector<uint64_t>{i < 200 ? 0x7000'0000 + (i % 7) * 0x100 : 0x7000'0000})
         << i;
+  for (uint64_t i = 0; i < 320; ++i)
+    ASSERT_EQ(ks[220 + i].tail_words<trace::KernelLaunchHead>(),
+              std::vector<uint64_t>{i < 300 ? 0x7000'0000 + (i % 7) * 0x100 : 0x7000'0000})
+        << i;
+  for (uint64_t i = 540; i < 545; ++i)
+    EXPECT_EQ(ks[i].tail_words<trace::KernelLaunchHead>(), std::vector<uint64_t>(many, many + 11)) << i;
+  for (uint64_t i = 545; i < 550; ++i)
+    EXPECT_EQ(ks[i].tail_words<trace::KernelLaunchHead>(), std::vector<uint64_t>(many, many + 4)) << i;
+  for (uint64_t i = 550; i < 555; ++i)
+    EXPECT_EQ(ks[i].tail_words<trace::KernelLaunchHead>(), std::vector<uint64_t>{0x7000'0000}) << i;
+}
+
+// Every 1,024th hit is scanned all the same and compared with the memo: a memoised outcome
+// that differs from the scan's turns the memo off for the process, with a warning, and the
+// record is the scan's.
+TEST_F(HandlerTest, AMemoisedScanThatDiffersFromANewScanTurnsTheMemoOffWithAWarning) {
+  CudaCallHandler::reset_launch_memo_of_this_thread();
+  malloc_device(0x7000'0000, 1 << 20);
+  const uint64_t func = 0xAD4;
+  queries_.layouts[func] = {{0, 8}, {8, 8}};
+  auto launch = [&] {
+    uint64_t a = 0x7000'0000, b = 5;
+    void* args[] = {&a, &b};
+    cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 1, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 94, "_Z1fPfm");
+  };
+  // 1,030 launches: 1,029 would hit, of which the 1,024th is checked (and agrees).
+  for (int i = 0; i < 1030; ++i) launch();
+  EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 1028u);
+  EXPECT_TRUE(handler_->launch_memo());
+  // Every entry's hash made wrong, and the next hit checked: it differs.
+  CudaCallHandler::spoil_launch_memo_of_this_thread();
+  launch();
+  EXPECT_FALSE(handler_->launch_memo());
+  launch();
+  EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 1028u);
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 1032u);
+  const auto first = ks[0].as<trace::KernelLaunchHead>();
+  uint64_t h0;
+  std::memcpy(&h0, ks[0].body.data() + sizeof(first) + first.nptrs * sizeof(uint64_t), sizeof(h0));
+  for (size_t i = 0; i < ks.size(); ++i) {
+    const auto head = ks[i].as<trace::KernelLaunchHead>();
+    ASSERT_EQ(ks[i].tail_words<trace::KernelLaunchHead>(), std::vector<uint64_t>{0x7000'0000}) << i;
+    uint64_t h;
+    std::memcpy(&h, ks[i].body.data() + sizeof(head) + head.nptrs * sizeof(uint64_t), sizeof(h));
+    ASSERT_EQ(h, h0) << i;  // the spoilt hash never reached a record
+  }
+  std::vector<std::string> warnings;
+  for (const auto& n : t.of(RecordKind::kNotice))
+    if (n.as<trace::NoticeHead>().level == trace::NoticeLevel::kWarning)
+      warnings.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+  EXPECT_EQ(warnings, std::vector<std::string>{
+                          "a memoised kernel-argument scan differed from a new scan of the same launch: the launch "
+                          "memo is off for the rest of the process (please report this)"});
 }
 
 // The word after a scanned launch's pointers hashes its scalars: the same scalars with other
