@@ -66,6 +66,10 @@ void LiveState::observe(const RecordView& r) {
       auto b = r.as<AllocatorBlock>();
       switch (b.action) {
         case BlockAction::kAlloc:
+          // A block handed out reuses whatever it overlaps: a released block whose free was
+          // never completed in the trace (the tracer does not record FREE_COMPLETED), or one
+          // whose release was lost.
+          erase_blocks(b.addr, b.bytes);
           blocks_[b.addr] = Block{b, false, {}};
           break;
         case BlockAction::kFreeRequested:
@@ -83,9 +87,11 @@ void LiveState::observe(const RecordView& r) {
           break;
         case BlockAction::kSegmentFree:
           segments_.erase(b.addr);
+          erase_blocks(b.addr, b.bytes);
           break;
         case BlockAction::kSegmentUnmap:
           erase_range(segments_, b.addr, b.bytes);
+          erase_blocks(b.addr, b.bytes);
           break;
       }
       break;
@@ -93,6 +99,18 @@ void LiveState::observe(const RecordView& r) {
     default:
       break;
   }
+}
+
+void LiveState::erase_blocks(uint64_t addr, uint64_t bytes) {
+  if (bytes == 0) return;
+  const uint64_t end = bytes > ~uint64_t(0) - addr ? ~uint64_t(0) : addr + bytes;
+  auto it = blocks_.lower_bound(addr);
+  if (it != blocks_.begin()) {
+    auto before = std::prev(it);
+    const AllocatorBlock& a = before->second.alloc;
+    if (a.bytes > addr - a.addr) it = before;  // it reaches into [addr, end)
+  }
+  while (it != blocks_.end() && it->first < end) it = blocks_.erase(it);
 }
 
 uint64_t LiveState::write_snapshot(ChunkBuilder& out, uint64_t first_seq,

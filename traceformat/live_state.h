@@ -52,6 +52,8 @@ class LiveState {
   std::map<uint64_t, Alloc> allocs_;
   std::map<uint64_t, AllocatorBlock> segments_;
   std::map<uint64_t, Block> blocks_;
+  // Every block overlapping [addr, addr + bytes) goes.
+  void erase_blocks(uint64_t addr, uint64_t bytes);
 };
 
 }  // namespace streamrace::trace

@@ -124,6 +124,44 @@ TEST(LiveState, KeepsWhatIsLiveAndForgetsWhatWasReleased) {
                      {RecordKind::kAllocatorBlock, 0x1000}}));
 }
 
+// The tracer does not record FREE_COMPLETED: a released block stays, with its request, until
+// a block handed out overlaps it or its segment goes; a live block a new one overlaps (its
+// release lost) goes too.
+TEST(LiveState, AReleasedBlockGoesWhenANewBlockOverlapsItOrItsSegmentGoes) {
+  LiveState s;
+  AllocatorBlock b{};
+  auto block = [&](BlockAction a, uint64_t addr, uint64_t bytes, uint64_t seq) {
+    b.action = a;
+    b.addr = addr;
+    b.bytes = bytes;
+    feed(s, b, seq);
+  };
+  block(BlockAction::kSegmentAlloc, 0x10000, 0x10000, 1);
+  block(BlockAction::kSegmentAlloc, 0x40000, 0x1000, 2);
+  block(BlockAction::kAlloc, 0x10000, 0x100, 3);
+  block(BlockAction::kFreeRequested, 0x10000, 0x100, 4);  // released, never completed
+  block(BlockAction::kAlloc, 0x10100, 0x100, 5);
+  block(BlockAction::kFreeRequested, 0x10100, 0x100, 6);
+  block(BlockAction::kAlloc, 0x10200, 0x100, 7);          // live
+  block(BlockAction::kAlloc, 0x40000, 0x80, 8);
+  block(BlockAction::kFreeRequested, 0x40000, 0x80, 9);
+  EXPECT_EQ(s.counts().blocks, 4u);
+  EXPECT_EQ(snapshot(s, 0).size(), 2u + 7u);  // two segments; three released blocks with their requests, one live
+  block(BlockAction::kAlloc, 0x10080, 0x100, 10);         // reaches into both released blocks
+  EXPECT_EQ(s.counts().blocks, 3u);
+  block(BlockAction::kSegmentFree, 0x40000, 0x1000, 11);  // its released block goes with it
+  EXPECT_EQ(s.counts().blocks, 2u);
+  block(BlockAction::kAlloc, 0x10200, 0x40, 12);          // over a live block (its release lost)
+  EXPECT_EQ(s.counts().segments, 1u);
+  EXPECT_EQ(s.counts().blocks, 2u);
+  auto w = snapshot(s, 0);  // the segment, then the two live blocks
+  std::vector<std::pair<RecordKind, uint64_t>> got;
+  for (const auto& r : w) got.emplace_back(r.kind, r.key);
+  EXPECT_EQ(got, (std::vector<std::pair<RecordKind, uint64_t>>{{RecordKind::kAllocatorBlock, 0x10000},
+                                                               {RecordKind::kAllocatorBlock, 0x10080},
+                                                               {RecordKind::kAllocatorBlock, 0x10200}}));
+}
+
 // A snapshot larger than a chunk should hold is handed out in pieces.
 TEST(LiveState, LargeSnapshotsComeInChunksOfAtMost8MiB) {
   LiveState s;

@@ -116,7 +116,7 @@ class TorchHookTest : public ::testing::Test {
   std::unique_ptr<TorchAllocatorHook> hook_;
 };
 
-TEST_F(TorchHookTest, AttachesAtTheFirstSegmentAndRecordsEveryBlockEvent) {
+TEST_F(TorchHookTest, AttachesAtTheFirstSegmentAndRecordsEveryBlockEventButFreeCompleted) {
   malloc_device(0x7000'0000, 2 << 20);  // the allocator's first segment, from inside its malloc
   ASSERT_TRUE(hook_->attached());
   EXPECT_EQ(torch().trackers(), 1);
@@ -124,13 +124,13 @@ TEST_F(TorchHookTest, AttachesAtTheFirstSegmentAndRecordsEveryBlockEvent) {
   torch().emit(0, 0, 0x7000'0000, 4000, nullptr);             // ALLOC on the default stream
   torch().emit(0, 0, 0x7000'1000, 512, (void*)0x5550);        // ALLOC on a side stream
   torch().emit(1, 0, 0x7000'0000, 4000, nullptr);             // FREE_REQUESTED
-  torch().emit(2, 0, 0x7000'0000, 4000, nullptr);             // FREE_COMPLETED
+  torch().emit(2, 0, 0x7000'0000, 4000, nullptr);             // FREE_COMPLETED: not recorded
   torch().emit(7, 0, 0, 0, nullptr);                          // SNAPSHOT: not a block event
   malloc_device(0x7100'0000, 2 << 20);                        // a later segment: no second tracker
   EXPECT_EQ(torch().trackers(), 1);
   auto t = finish();
   auto blocks = t.of(RecordKind::kAllocatorBlock);
-  ASSERT_EQ(blocks.size(), 5u);
+  ASSERT_EQ(blocks.size(), 4u);
   struct Want {
     BlockAction action;
     uint64_t addr, bytes, stream;
@@ -138,10 +138,9 @@ TEST_F(TorchHookTest, AttachesAtTheFirstSegmentAndRecordsEveryBlockEvent) {
   } want[] = {{BlockAction::kSegmentAlloc, 0x7000'0000, 2 << 20, trace::legacy_stream(0), "CUDACachingAllocator segment alloc"},
               {BlockAction::kAlloc, 0x7000'0000, 4000, trace::legacy_stream(0), "CUDACachingAllocator alloc"},
               {BlockAction::kAlloc, 0x7000'1000, 512, 0x5550, "CUDACachingAllocator alloc"},
-              {BlockAction::kFreeRequested, 0x7000'0000, 4000, trace::legacy_stream(0), "CUDACachingAllocator free"},
-              {BlockAction::kFreeCompleted, 0x7000'0000, 4000, trace::legacy_stream(0), "CUDACachingAllocator free completed"}};
+              {BlockAction::kFreeRequested, 0x7000'0000, 4000, trace::legacy_stream(0), "CUDACachingAllocator free"}};
   uint64_t last_seq = 0;  // the Alloc of the first segment has seq 0
-  for (size_t i = 0; i < 5; ++i) {
+  for (size_t i = 0; i < 4; ++i) {
     auto b = blocks[i].as<trace::AllocatorBlock>();
     EXPECT_EQ(b.action, want[i].action) << i;
     EXPECT_EQ(b.addr, want[i].addr) << i;
