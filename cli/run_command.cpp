@@ -687,8 +687,8 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
   auto* launch_memo =
       sub->add_option("--launch-memo",
                       "0 scans every kernel launch's arguments; 1 (default) lets a launch with the same kernel, "
-                      "parameter bytes and grid as an earlier one, allocations unchanged, take that scan "
-                      "(STREAMRACE_LAUNCH_MEMO)")
+                      "short parameter list (at most 12 words) and grid as an earlier one, allocations unchanged, "
+                      "take that scan (STREAMRACE_LAUNCH_MEMO)")
           ->type_name("0|1");
   auto* torch_allocator =
       sub->add_option("--torch-allocator",

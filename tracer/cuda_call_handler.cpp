@@ -633,47 +633,46 @@ struct alignas(64) FrontFacts {
   bool have_layout = false;
   ParamSlot inline_slots[kInlineSlots];
   const ParamSlot* long_slots = nullptr;  // the map's layout, when longer than kInlineSlots
-  // The words the scan copies (each parameter's size, then its bytes in words) when they fit
-  // the hash's buffer, so that the launch memo can key a launch by them; else 0.
+  // The words the scan copies (each parameter's size, then its bytes in words) when the
+  // launch memo keeps launches of the function (at most MemoEntry::kExactWords); else 0.
   uint16_t memo_words = 0;
   // The function's memo lookups and hits since its facts were filled: a function whose
   // launches rarely repeat (a struct whose padding holds stack garbage, a counter passed by
   // value) stops being memoised (MemoEntry).
   uint16_t memo_lookups = 0;
   uint16_t memo_hits = 0;
-  bool memo_exact = false;  // the memo keyed by the words themselves (MemoEntry)
   const ParamSlot* slots() const { return nslots <= kInlineSlots ? inline_slots : long_slots; }
 };
 static_assert(sizeof(FrontFacts) == 128);
 
 // The launch memo: a scan's outcome (the pointers found, the arguments' hash, whether a
 // signature narrowed the words), kept per thread under the function, the allocation table's
-// version, the grid (a signature's words depend on it) and a key of the words the scan read
-// (each parameter's size, then its bytes, as the scan copies them): up to kExactWords words
-// the words themselves, longer XXH3-128 of them. The outcome is a function of exactly those
-// (the layout, the signature and the alignment are the function's; a pointer is found only
-// through the table), so a launch with the same function, version, grid and key takes it
-// instead of scanning. A training step's launches pass the same tensors, sizes and scalars as
-// the last step's (the caching allocator hands out the same blocks) and a launch loop the same
-// as the last launch; the table changes only with a cudaMalloc or a free. Two different launches
-// of one function share a hashed key only if XXH3-128 collides (about 2^-128 per pair); every
-// kMemoCheckEvery-th hit scans all the same and compares, and a difference turns the memo off
-// for the process, with a warning in the trace.
+// version, the grid (a signature's words depend on it) and the words the scan read (each
+// parameter's size, then its bytes, as the scan copies them), for launches of at most
+// kExactWords words. The outcome is a function of exactly those (the layout, the signature and
+// the alignment are the function's; a pointer is found only through the table), so a launch
+// with the same function, version, grid and words takes it instead of scanning. A launch loop
+// repeats its last launch, and a training step the last step's launches (the caching
+// allocator hands out the same blocks); the table changes only with a cudaMalloc or a free.
+// Longer parameter lists (cuBLAS's 1.7 KB blocks, reductions' 1 KB ReduceOp) are not kept: a
+// key hashed from them cost as much as it saved on the GPU machine (a third of the scan's time
+// with XXH3-128; bench/results/realistic_overhead.md, session 33). Every kMemoCheckEvery-th hit
+// scans all the same and compares, and a difference turns the memo off for the process, with a
+// warning in the trace.
 struct alignas(64) MemoEntry {
-  static constexpr uint32_t kData = 11;
-  static constexpr uint32_t kExactWords = 8;
+  static constexpr uint32_t kData = 19;
+  static constexpr uint32_t kExactWords = 12;
   uint64_t func = 0;  // 0: empty
   uint64_t version = 0;
   uint64_t hash = 0;
   uint32_t grid[3] = {0, 0, 0};
-  uint8_t nkey = 0;  // the key's words, data[0, nkey)
-  bool exact = false;  // they are the launch's words (else XXH3-128 of them: nkey 2)
-  uint8_t nptrs = 0;  // the pointers, data[nkey, nkey + nptrs)
+  uint8_t nwords = 0;  // the launch's words, data[0, nwords)
+  uint8_t nptrs = 0;   // the pointers, data[nwords, nwords + nptrs)
   bool by_signature = false;
   uint64_t data[kData] = {};
 };
-static_assert(sizeof(MemoEntry) == 128);
-constexpr uint32_t kMemoBits = 12;  // 4,096 entries, 512 KiB per launching thread
+static_assert(sizeof(MemoEntry) == 192);
+constexpr uint32_t kMemoBits = 11;  // 2,048 entries, 384 KiB per launching thread
 constexpr uint32_t kMemoCheckEvery = 1024;
 // After this many lookups, a function with fewer than one hit in kMemoMinHitShare of them is
 // not memoised any more (its misses pay the key for nothing).
@@ -774,10 +773,9 @@ __attribute__((noinline, cold)) void fill_facts(CudaCallHandler& handler, bool k
   front.long_slots = nullptr;
   uint64_t words = 0;
   for (size_t i = 0; i < n; ++i) words += 1 + (uint64_t(full->layout[i].size) + 7) / 8;
-  front.memo_words = n > 0 && words <= ArgsHash::kBufferWords ? uint16_t(words) : 0;
+  front.memo_words = n > 0 && words <= MemoEntry::kExactWords ? uint16_t(words) : 0;
   front.memo_lookups = 0;
   front.memo_hits = 0;
-  front.memo_exact = front.memo_words != 0 && front.memo_words <= MemoEntry::kExactWords;
   if (n <= FrontFacts::kInlineSlots) {
     std::copy_n(full->layout.begin(), n, front.inline_slots);
     front.nslots = uint16_t(n);
@@ -969,30 +967,11 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
           nhashed += (size + 7) / 8;
         }
         if (complete) {
-          // The key: the words themselves (a fold of them picks the entry), or XXH3-128 of them.
-          const bool exact = facts->memo_exact;
-          uint64_t key[2];
-          const uint64_t* key_words = key;
-          uint32_t nkey = 2;
-          uint64_t index;
-          if (exact) {
-            uint64_t fold = 0;
-            for (size_t k = 0; k < nhashed; ++k) fold = (fold ^ hashed[k]) * 0x9E3779B97F4A7C15ull;
-            index = fold >> (64 - kMemoBits);
-            key_words = hashed;
-            nkey = uint32_t(nhashed);
-          } else {
-            // (Unseeded: a seed makes XXH3 derive its secret anew for every input over 240 bytes.)
-            const size_t bytes = nhashed * sizeof(uint64_t);
-            if (bytes <= 240) {
-              const XXH128_hash_t k = XXH3_128bits(hashed, bytes);
-              key[0] = k.low64;
-              key[1] = k.high64;
-            } else {
-              wide::xxh3_128(hashed, bytes, key);
-            }
-            index = key[0];
-          }
+          // A fold of the words picks the entry; the words themselves are the key.
+          uint64_t fold = 0;
+          for (size_t k = 0; k < nhashed; ++k) fold = (fold ^ hashed[k]) * 0x9E3779B97F4A7C15ull;
+          const uint64_t index = fold >> (64 - kMemoBits);
+          const uint32_t nwords = uint32_t(nhashed);
           LaunchScratch& scratch = *scratch_of_facts;
           MemoEntry& m = scratch.memo_at(index);
           if (facts->memo_lookups < kMemoTrialLookups) [[unlikely]] {
@@ -1002,11 +981,11 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
             facts->memo_lookups = kMemoTrialLookups + 1;
             if (facts->memo_hits * kMemoMinHitShare < kMemoTrialLookups) facts->memo_words = 0;
           }
-          bool same = m.func == call.func && m.version == version && m.nkey == nkey && m.exact == exact &&
+          bool same = m.func == call.func && m.version == version && m.nwords == nwords &&
                       m.grid[0] == call.grid[0] && m.grid[1] == call.grid[1] && m.grid[2] == call.grid[2];
           if (same) {
             uint64_t differ = 0;  // no branch per word
-            for (uint32_t k = 0; k < nkey; ++k) differ |= m.data[k] ^ key_words[k];
+            for (uint32_t k = 0; k < nwords; ++k) differ |= m.data[k] ^ hashed[k];
             same = differ == 0;
           }
           bool check = false;
@@ -1014,7 +993,7 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
             if (--scratch.memo_until_check != 0) [[likely]] {
               ++scratch.memo_hits;
               if (facts->memo_hits < kMemoTrialLookups) ++facts->memo_hits;
-              ptrs.assign(m.data + nkey, m.data + nkey + m.nptrs);
+              ptrs.assign(m.data + nwords, m.data + nwords + m.nptrs);
               by_signature = m.by_signature;
               hash_value = m.hash;
               done = true;
@@ -1024,9 +1003,9 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
             }
           }
           if (!done) {
-            if (!check) {  // the key's words kept before the scan marks the pointers in the copy
+            if (!check) {  // the words kept before the scan marks the pointers in the copy
               m.func = 0;
-              std::copy(key_words, key_words + nkey, m.data);
+              std::copy(hashed, hashed + nwords, m.data);
             }
             size_t at = 0;
             for (size_t i = 0; i < layout.size(); ++i) {
@@ -1045,22 +1024,19 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
             }
             if (check) {
               if (m.hash != hash_value || m.by_signature != by_signature || m.nptrs != ptrs.size() ||
-                  !std::equal(ptrs.begin(), ptrs.end(), m.data + nkey)) [[unlikely]]
+                  !std::equal(ptrs.begin(), ptrs.end(), m.data + nwords)) [[unlikely]]
                 memo_mismatch(*this, memo_off_);
-            } else if (ptrs.size() <= MemoEntry::kData - nkey) {
+            } else if (ptrs.size() <= MemoEntry::kData - nwords) {
               m.func = call.func;
               m.version = version;
               m.hash = hash_value;
               for (int k = 0; k < 3; ++k) m.grid[k] = call.grid[k];
-              m.nkey = uint8_t(nkey);
-              m.exact = exact;
+              m.nwords = uint8_t(nwords);
               m.nptrs = uint8_t(ptrs.size());
               m.by_signature = by_signature;
-              std::copy(ptrs.begin(), ptrs.end(), m.data + nkey);
-            } else if (exact) {
-              facts->memo_exact = false;  // more pointers than fit beside the words: keyed by hash from now on
+              std::copy(ptrs.begin(), ptrs.end(), m.data + nwords);
             } else {
-              facts->memo_words = 0;  // more pointers than an entry holds: not memoised
+              facts->memo_words = 0;  // more pointers than fit beside the words: not memoised
             }
             done = true;
           }

@@ -40,8 +40,8 @@ inline constexpr TracerSetting kTracerSettings[] = {
     {"kernel_signatures", "STREAMRACE_KERNEL_SIGNATURES", "0|1", "1",
      "kernels whose signature is known (PyTorch's cat) have only the pointer slots a launch uses scanned"},
     {"launch_memo", "STREAMRACE_LAUNCH_MEMO", "0|1", "1",
-     "a launch with the same kernel, parameter bytes and grid as an earlier one, the allocations unchanged, takes "
-     "that launch's argument scan (sampled hits are checked); 0 scans every launch"},
+     "a launch with the same kernel, short parameter list (<= 12 words) and grid as an earlier one, the allocations "
+     "unchanged, takes that launch's argument scan (sampled hits are checked); 0 scans every launch"},
     {"timing", "STREAMRACE_TIMING", "0|1", "0", "device timestamps (CUPTI activity records) for `streamrace overlap`"},
     {"runtime_launches", "STREAMRACE_RUNTIME_LAUNCHES", "0|1", "0",
      "1: kernel launches also through the runtime's callbacks (cudaLaunchKernel...), so that their records name the "

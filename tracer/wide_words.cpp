@@ -43,10 +43,4 @@ uint32_t next_in_span_avx2(const uint64_t* w, uint32_t from, uint32_t n, uint64_
 
 uint64_t xxh3_64_avx2(const void* data, size_t bytes) { return XXH3_64bits(data, bytes); }
 
-void xxh3_128_avx2(const void* data, size_t bytes, uint64_t out[2]) {
-  const XXH128_hash_t h = XXH3_128bits(data, bytes);
-  out[0] = h.low64;
-  out[1] = h.high64;
-}
-
 }  // namespace streamrace::tracer::wide

@@ -25,9 +25,6 @@ uint32_t next_in_span_avx2(const uint64_t* w, uint32_t from, uint32_t n, uint64_
 // XXH3_64bits, seed 0.
 uint64_t xxh3_64_baseline(const void* data, size_t bytes);
 uint64_t xxh3_64_avx2(const void* data, size_t bytes);
-// XXH3_128bits, seed 0: out[0] the low half, out[1] the high half.
-void xxh3_128_baseline(const void* data, size_t bytes, uint64_t out[2]);
-void xxh3_128_avx2(const void* data, size_t bytes, uint64_t out[2]);
 
 namespace detail {
 extern const bool kAvx2;
@@ -42,9 +39,6 @@ inline uint32_t next_in_span(const uint64_t* w, uint32_t from, uint32_t n, uint6
 // The caller keeps inputs of up to 240 bytes to its own inline XXH3 (no vector unit there).
 inline uint64_t xxh3_64(const void* data, size_t bytes) {
   return detail::kAvx2 ? xxh3_64_avx2(data, bytes) : xxh3_64_baseline(data, bytes);
-}
-inline void xxh3_128(const void* data, size_t bytes, uint64_t out[2]) {
-  detail::kAvx2 ? xxh3_128_avx2(data, bytes, out) : xxh3_128_baseline(data, bytes, out);
 }
 
 }  // namespace streamrace::tracer::wide

@@ -20,10 +20,4 @@ bool avx2() { return detail::kAvx2; }
 
 uint64_t xxh3_64_baseline(const void* data, size_t bytes) { return XXH3_64bits(data, bytes); }
 
-void xxh3_128_baseline(const void* data, size_t bytes, uint64_t out[2]) {
-  const XXH128_hash_t h = XXH3_128bits(data, bytes);
-  out[0] = h.low64;
-  out[1] = h.high64;
-}
-
 }  // namespace streamrace::tracer::wide

@@ -658,7 +658,8 @@ TEST_F(HandlerTest, LaunchesUnlikeEveryEarlierOneAndLaunchesOfManyPointersAreSca
   // launches alike after them are scanned.
   for (uint64_t i = 0; i < 320; ++i) launch_two(stopped, i < 300 ? 0x7000'0000 + (i % 7) * 0x100 : 0x7000'0000, i < 300 ? i : 5);
   EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 19u);
-  // Eleven pointers: more than an entry keyed by hash holds (nine).
+  // One 88-byte parameter of eleven pointers: its 12 words and 11 pointers do not fit an
+  // entry's 19.
   const uint64_t eleven = 0xAD3;
   queries_.layouts[eleven] = {{0, 88}};
   uint64_t many[11];
@@ -669,9 +670,8 @@ TEST_F(HandlerTest, LaunchesUnlikeEveryEarlierOneAndLaunchesOfManyPointersAreSca
     driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 92, "_Z1g11Pointers");
   }
   EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 19u);
-  // Four pointer parameters: 8 words, keyed by the words themselves, leave room for three
-  // pointers; the first launch finds four, so the function is keyed by hash from then on: the
-  // second launch is memoised, the next three hit.
+  // Four pointer parameters: 8 words and 4 pointers fit: the first launch is memoised, the
+  // next four hit.
   const uint64_t four = 0xAD6;
   queries_.layouts[four] = {{0, 8}, {8, 8}, {16, 8}, {24, 8}};
   for (int i = 0; i < 5; ++i) {
@@ -679,12 +679,12 @@ TEST_F(HandlerTest, LaunchesUnlikeEveryEarlierOneAndLaunchesOfManyPointersAreSca
     cuLaunchKernel_params dp{as_ptr<CUfunc_st>(four), 1, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
     driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 95, "_Z1hPfS_S_S_");
   }
-  EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 22u);
+  EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 23u);
   // The memo off: the same launch five times, scanned five times.
   handler_->set_launch_memo(false);
   EXPECT_FALSE(handler_->launch_memo());
   for (int i = 0; i < 5; ++i) launch_two(two, 0x7000'0000, 5);
-  EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 22u);
+  EXPECT_EQ(CudaCallHandler::memo_hits_of_this_thread(), 23u);
   auto t = finish();
   auto ks = t.of(RecordKind::kKernelLaunch);
   ASSERT_EQ(ks.size(), 220u + 320u + 5u + 5u + 5u);

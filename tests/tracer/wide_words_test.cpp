@@ -67,27 +67,5 @@ TEST(WideWords, Xxh3OfAnyLengthIsXxHashsValue) {
   EXPECT_EQ(xxh3_64(data.data(), 0), 0x2D06800538D394C2ull);
 }
 
-// The 128-bit one (the launch memo's key) likewise.
-TEST(WideWords, Xxh3With128BitsOfAnyLengthIsXxHashsValue) {
-  std::mt19937_64 rng(9);
-  std::vector<uint8_t> data(5000);
-  for (auto& b : data) b = uint8_t(rng());
-  for (size_t n : {0, 1, 16, 17, 128, 129, 240, 241, 256, 1000, 1024, 4096, 5000}) {
-      const XXH128_hash_t want = XXH3_128bits(data.data(), n);
-      uint64_t got[2] = {0, 0};
-      xxh3_128_baseline(data.data(), n, got);
-      EXPECT_EQ(got[0], want.low64) << n;
-      EXPECT_EQ(got[1], want.high64) << n;
-      xxh3_128(data.data(), n, got);
-      EXPECT_EQ(got[0], want.low64) << n;
-      EXPECT_EQ(got[1], want.high64) << n;
-      if (avx2()) {
-        xxh3_128_avx2(data.data(), n, got);
-        EXPECT_EQ(got[0], want.low64) << n;
-        EXPECT_EQ(got[1], want.high64) << n;
-      }
-    }
-}
-
 }  // namespace
 }  // namespace streamrace::tracer::wide
