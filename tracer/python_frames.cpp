@@ -130,7 +130,11 @@ bool PythonFrames::raw_walk_as(PyObj ts, SiteKey& key, const void** codes, size_
       return false;
     words[2 * n] = reinterpret_cast<uint64_t>(code);
     words[2 * n + 1] = reinterpret_cast<uint64_t>(instr) ^ (uint64_t(uint8_t(owner)) << 56);
-    if (codes != nullptr && ncodes < kRawCodesChecked) codes[ncodes++] = code;
+    // Only the checking walk (Safe) lists the codes: the key's walk has no list, and no check of
+    // one per frame.
+    if constexpr (Safe) {
+      if (codes != nullptr && ncodes < kRawCodesChecked) codes[ncodes++] = code;
+    }
     frame = previous;
   }
   // A chain cut at `max` differs from a longer one that shares its first `max` frames only in
