@@ -675,7 +675,7 @@ static_assert(sizeof(MemoEntry) == 192);
 constexpr uint32_t kMemoBits = 11;  // 2,048 entries, 384 KiB per launching thread
 constexpr uint32_t kMemoCheckEvery = 1024;
 // After this many lookups, a function with fewer than one hit in kMemoMinHitShare of them is
-// not memoised any more (its misses pay the key for nothing).
+// not memoised any more (its misses copy their words into an entry for nothing).
 constexpr uint16_t kMemoTrialLookups = 256;
 constexpr uint16_t kMemoMinHitShare = 16;
 
