@@ -24,6 +24,7 @@ for line in \
   "  python_sites=0|1|2  (STREAMRACE_PYTHON_SITES, --python-sites 0|1|2; default 1)" \
   "  native_unwind=cached|dwarf  (STREAMRACE_NATIVE_UNWIND, --native-unwind cached|dwarf; default cached)" \
   "  kernel_signatures=0|1  (STREAMRACE_KERNEL_SIGNATURES, --kernel-signatures 0|1; default 1)" \
+  "  launch_memo=0|1  (STREAMRACE_LAUNCH_MEMO, --launch-memo 0|1; default 1)" \
   "  timing=0|1  (STREAMRACE_TIMING, --timing; default 0)" \
   "  host_accesses=0|1  (STREAMRACE_HOST_ACCESSES, --host-accesses; default 0)" \
   "  torch_allocator=0|1  (STREAMRACE_TORCH_ALLOCATOR, --torch-allocator 0|1; default 1)" \
@@ -45,7 +46,7 @@ done
 # Everyday options first; the expert ones in an "Advanced:" section of their own.
 adv=$(sed -n '/^Advanced:/,/^Tracer settings/p' <<<"$help")
 everyday=$(sed -n '/^Options:/,/^Advanced:/p' <<<"$help")
-for o in --keep-going --torch-allocator --python-sites --native-unwind --kernel-signatures --precise-start --precise-patches --precise-module-filter --precise-sample --precise-unpatch --precise-debug \
+for o in --keep-going --torch-allocator --python-sites --native-unwind --kernel-signatures --launch-memo --precise-start --precise-patches --precise-module-filter --precise-sample --precise-unpatch --precise-debug \
          --force-output --precise-from; do
   if grep -q -- "^  $o " <<<"$adv" && ! grep -q -- "^  $o " <<<"$everyday"; then echo "ok   run --help: $o is advanced"
   else echo "FAIL run --help: $o not in the Advanced section"; fail=1; fi
