@@ -17,26 +17,14 @@ build=${1:-build}
 lib=$(realpath "$build/lib/libstreamrace.so")
 fw=$(realpath "$build/tests/tracer/fake_nccl/libtracer_fake_framework.so")
 ROUNDS=${ROUNDS:-5} CALLS=${CALLS:-5000} DEPTH=${DEPTH:-20} GIL=${GIL:-held}
+loop="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/python_stack_loop.py"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cat > "$tmp/loop.py" <<'PY'
-import ctypes, sys, time
-lib = (ctypes.PyDLL if sys.argv[4] == "held" else ctypes.CDLL)(sys.argv[1], mode=ctypes.RTLD_LOCAL)
-n = int(sys.argv[2])
-def deep(k):
-    if k == 0:
-        t = time.perf_counter()
-        for _ in range(n):
-            lib.fake_framework_run()
-        return time.perf_counter() - t
-    return deep(k - 1)
-print(f"{deep(int(sys.argv[3])) / (n * 8) * 1e6:.3f}")
-PY
 one() {  # LIB STACKS SITES
-  if [ -z "$1" ]; then python3 "$tmp/loop.py" "$fw" "$CALLS" "$DEPTH" "$GIL"; return; fi
+  if [ -z "$1" ]; then python3 "$loop" "$fw" "$CALLS" "$DEPTH" "$GIL"; return; fi
   rm -rf "$tmp/t" && mkdir -p "$tmp/t"
   env -u CUDA_INJECTION64_PATH LD_PRELOAD="$1" STREAMRACE_OUT="$tmp/t" STREAMRACE_STACKS="$2" \
-    STREAMRACE_PYTHON_SITES="${3:-1}" python3 "$tmp/loop.py" "$fw" "$CALLS" "$DEPTH" "$GIL"
+    STREAMRACE_PYTHON_SITES="${3:-1}" python3 "$loop" "$fw" "$CALLS" "$DEPTH" "$GIL"
 }
 configs=("untraced||" "nostacks|$lib|none" "stacks|$lib|auto" "stacks_nosites|$lib|auto|0")
 [ -n "${BASELINE_LIB:-}" ] && configs+=("baseline_nostacks|$(realpath "$BASELINE_LIB")|none" "baseline_stacks|$(realpath "$BASELINE_LIB")|auto")

@@ -17,26 +17,15 @@ fw=$(realpath "$build/tests/tracer/fake_nccl/libtracer_fake_framework.so")
 N=${N:-2000} DEPTH=${DEPTH:-20} GIL=${GIL:-held}
 command -v valgrind >/dev/null || { echo "python_stack_instructions: valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
 py=$(python3 -c 'import sys; print(sys.executable)')  # the interpreter itself, not a shim script
+loop="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/python_stack_loop.py"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-cat > "$tmp/loop.py" <<'PY'
-import ctypes, sys
-lib = (ctypes.PyDLL if sys.argv[4] == "held" else ctypes.CDLL)(sys.argv[1], mode=ctypes.RTLD_LOCAL)
-n = int(sys.argv[2])
-def deep(k):
-    if k == 0:
-        for _ in range(n):
-            lib.fake_framework_run()
-        return
-    deep(k - 1)
-deep(int(sys.argv[3]))
-PY
 total() { callgrind_annotate "$1" | awk '/PROGRAM TOTALS/ {gsub(",", ""); print $1}'; }
 for n in "$N" "$((2 * N))"; do
   mkdir -p "$tmp/t$n"
   env -u CUDA_INJECTION64_PATH LD_PRELOAD="$lib" STREAMRACE_OUT="$tmp/t$n" STREAMRACE_STACKS=auto \
     valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$n" --toggle-collect='*StackCapture::capture*' \
-    "$py" "$tmp/loop.py" "$fw" "$n" "$DEPTH" "$GIL" >"$tmp/log.$n" 2>&1 || { cat "$tmp/log.$n" >&2; exit 2; }
+    "$py" "$loop" "$fw" "$n" "$DEPTH" "$GIL" >"$tmp/log.$n" 2>&1 || { cat "$tmp/log.$n" >&2; exit 2; }
 done
 a=$(total "$tmp/cg.$N") b=$(total "$tmp/cg.$((2 * N))")
 echo "python stack, depth $DEPTH, GIL $GIL: $(( (b - a) / (N * 8) )) instructions per traced call ($lib)"
