@@ -71,6 +71,7 @@ const char* run_option_of(const TracerSetting& s) {
       {"native_unwind", "--native-unwind cached|dwarf"},
       {"kernel_signatures", "--kernel-signatures 0|1"},
       {"launch_memo", "--launch-memo 0|1"},
+      {"defer_scan", "--defer-scan 0|1"},
       {"timing", "--timing"},
       {"host_accesses", "--host-accesses"},
       {"torch_allocator", "--torch-allocator 0|1"},
@@ -690,6 +691,12 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
                       "short parameter list (at most 12 words) and grid as an earlier one, allocations unchanged, "
                       "take that scan (STREAMRACE_LAUNCH_MEMO)")
           ->type_name("0|1");
+  auto* defer_scan =
+      sub->add_option("--defer-scan",
+                      "1 (default) leaves each kernel launch's argument scan to the tracer's flusher thread, against "
+                      "the allocations as they were at the launch; 0 scans on the launching thread (the same "
+                      "records either way) (STREAMRACE_DEFER_SCAN)")
+          ->type_name("0|1");
   auto* torch_allocator =
       sub->add_option("--torch-allocator",
                       "0 leaves PyTorch's caching allocator unobserved: kernel extents then reach to the end of "
@@ -754,7 +761,7 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
   sub->add_option("command", args->command, "The command to trace, after --")->required();
   sub->footer(settings_help());
   group_advanced(*sub, {"--precise-start", "--precise-patches", "--precise-module-filter", "--precise-sample", "--precise-unpatch", "--precise-debug",
-                        "--force-output", "--precise-from", "--torch-allocator", "--python-sites", "--native-unwind", "--kernel-signatures", "--launch-memo", "--keep-going"});
+                        "--force-output", "--precise-from", "--torch-allocator", "--python-sites", "--native-unwind", "--kernel-signatures", "--launch-memo", "--defer-scan", "--keep-going"});
   return [=]() {
     args->precise_requested = precise->count() > 0;
     auto& st = args->settings;
@@ -762,7 +769,7 @@ RegisterCommand reg("run", 10, [](CLI::App& app) -> std::function<int()> {
     if (timing->count()) st["timing"] = "1";
     if (host_accesses->count()) st["host_accesses"] = "1";
     if (precise_debug->count()) st["precise_debug"] = "1";
-    for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"native_unwind", native_unwind}, {"kernel_signatures", kernel_signatures}, {"launch_memo", launch_memo}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
+    for (auto [key, opt] : {std::pair{"stacks", stacks}, {"python_sites", python_sites}, {"native_unwind", native_unwind}, {"kernel_signatures", kernel_signatures}, {"launch_memo", launch_memo}, {"defer_scan", defer_scan}, {"torch_allocator", torch_allocator}, {"precise_start", precise_start},
                             {"step_range", step_range}, {"steps", steps}, {"window", window}, {"ring", ring},
                             {"precise_patches", precise_patches}, {"precise_module_filter", module_filter},
                             {"precise_sample", precise_sample}, {"precise_unpatch", precise_unpatch}})

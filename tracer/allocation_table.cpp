@@ -71,7 +71,14 @@ void AllocationTable::insert(const LiveAllocation& given) {
   a.bytes = std::min(a.bytes, ~uint64_t(0) - a.base);  // an end past 2^64 (a bad size) ends at the top
   if (a.bytes == 0) return;
   std::unique_lock lock(mu_);
-  version_.store(new_version(), std::memory_order_release);
+  // Logged before the version is published: a launch that reads the new version finds its
+  // changes in the log (tracer/deferred_scan.h).
+  const uint64_t version = new_version();
+  if (log_) {
+    if (auto old = by_base_.find(a.base); old != by_base_.end()) log_change(version, old->second, false);
+    log_change(version, a, true);
+  }
+  version_.store(version, std::memory_order_release);
   by_base_[a.base] = a;
   if (a.base < lo_.load()) lo_.store(a.base);
   if (a.base + a.bytes > hi_.load()) hi_.store(a.base + a.bytes);
@@ -81,17 +88,53 @@ std::optional<LiveAllocation> AllocationTable::erase(uint64_t base) {
   std::unique_lock lock(mu_);
   auto it = by_base_.find(base);
   if (it == by_base_.end()) return std::nullopt;
-  version_.store(new_version(), std::memory_order_release);
+  const uint64_t version = new_version();
   LiveAllocation a = it->second;
+  if (log_) log_change(version, a, false);
+  version_.store(version, std::memory_order_release);
   by_base_.erase(it);
   return a;
 }
 
 void AllocationTable::erase_range(uint64_t base, uint64_t bytes) {
   std::unique_lock lock(mu_);
-  version_.store(new_version(), std::memory_order_release);
+  const uint64_t version = new_version();
   auto it = by_base_.lower_bound(base);
-  while (it != by_base_.end() && it->first < base + bytes) it = by_base_.erase(it);
+  while (it != by_base_.end() && it->first < base + bytes) {
+    if (log_) log_change(version, it->second, false);
+    it = by_base_.erase(it);
+  }
+  version_.store(version, std::memory_order_release);
+}
+
+void AllocationTable::log_change(uint64_t version, const LiveAllocation& a, bool inserted) {
+  std::lock_guard l(log_->mu_);
+  log_->pending_.push_back(AllocationChange{version, a, inserted});
+}
+
+std::shared_ptr<AllocationChangeLog> AllocationTable::start_change_log() {
+  auto log = std::make_shared<AllocationChangeLog>();
+  std::unique_lock lock(mu_);
+  const uint64_t version = version_.load(std::memory_order_relaxed);
+  for (const auto& [base, a] : by_base_) log->pending_.push_back(AllocationChange{version, a, true});
+  log_ = log;
+  return log;
+}
+
+bool AllocationChangeLog::take(std::vector<AllocationChange>& out, bool nonblocking) {
+  std::unique_lock l(mu_, std::defer_lock);
+  if (nonblocking) {
+    if (!l.try_lock()) return false;
+  } else {
+    l.lock();
+  }
+  if (out.empty()) {
+    out.swap(pending_);
+  } else {
+    out.insert(out.end(), pending_.begin(), pending_.end());
+    pending_.clear();
+  }
+  return true;
 }
 
 std::optional<LiveAllocation> AllocationTable::find(uint64_t addr) const { return find_in(find_cache(), addr); }

@@ -11,8 +11,11 @@
 #include <cstdint>
 #include <map>
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <vector>
 
 #include "traceformat/records.h"
 
@@ -23,6 +26,31 @@ struct LiveAllocation {
   uint64_t bytes = 0;
   trace::AllocKind kind = trace::AllocKind::kDevice;
   uint32_t device = 0;
+};
+
+// One change of a table, as a reader elsewhere (the deferred scan's copy of the table,
+// tracer/deferred_scan.h) replays it: `a` was inserted, or erased, when the table took
+// `version`. An insert at a base that held another allocation logs the erase of the old one
+// first, under the same version.
+struct AllocationChange {
+  uint64_t version = 0;
+  LiveAllocation a;
+  bool inserted = false;
+};
+
+// The changes of one table since the last take, in the order (and so the version order) the
+// table made them. Shared between the table, which appends under its own lock, and the
+// reader, which may outlive it.
+class AllocationChangeLog {
+ public:
+  // Appends the changes logged since the last take to `out`. False, and nothing taken, when
+  // `nonblocking` and the log's lock is held (a signal handler must not wait).
+  bool take(std::vector<AllocationChange>& out, bool nonblocking);
+
+ private:
+  friend class AllocationTable;
+  std::mutex mu_;
+  std::vector<AllocationChange> pending_;
 };
 
 class AllocationTable {
@@ -76,7 +104,14 @@ class AllocationTable {
 
   static trace::MemKind mem_kind_of(trace::AllocKind k);
 
+  // From now on every change is logged (AllocationChangeLog) for the one reader that asked;
+  // the log starts with the live allocations, inserted at the table's current version. A
+  // second call starts a new log, and the old one gets no more changes.
+  std::shared_ptr<AllocationChangeLog> start_change_log();
+
  private:
+  // Requires the unique lock.
+  void log_change(uint64_t version, const LiveAllocation& a, bool inserted);
   std::optional<LiveAllocation> find_in(ThreadCache& cache, uint64_t addr) const;
   // The range around an address no allocation holds, where every address gets that answer.
   struct Hole {
@@ -93,6 +128,7 @@ class AllocationTable {
   std::atomic<uint64_t> hi_{0};
   alignas(64) mutable std::shared_mutex mu_;
   std::map<uint64_t, LiveAllocation> by_base_;
+  std::shared_ptr<AllocationChangeLog> log_;  // under mu_; null: nothing logged
 };
 
 }  // namespace streamrace::tracer

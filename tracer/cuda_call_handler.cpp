@@ -74,11 +74,28 @@ CudaCallHandler::CudaCallHandler(TraceRecorder& rec, AllocationTable& allocs, Cu
       }
     }
   }
+  set_deferred_scan(true);
+}
+
+void CudaCallHandler::set_deferred_scan(bool on) {
+  // The scanner stays with the recorder once made: launches deferred before this call are
+  // still finished.
+  if (on && !deferred_) {
+    deferred_ = std::make_shared<DeferredScan>(allocs_.start_change_log());
+    rec_->set_deferred_resolver(deferred_);
+  }
+  defer_ = on;
 }
 
 void CudaCallHandler::set_recorder(TraceRecorder& rec) {
   rec_ = &rec;
   markers_.set_recorder(rec);
+  // A scanner of its own, with a log of its own (a forked child's: the parent's log may have
+  // been locked by a thread the child does not have).
+  if (deferred_) {
+    deferred_ = std::make_shared<DeferredScan>(allocs_.start_change_log());
+    rec_->set_deferred_resolver(deferred_);
+  }
   for (auto& n : runtime_calls_) n.api.store(0);
   for (auto& n : driver_calls_) n.api.store(0);
 }
@@ -690,6 +707,15 @@ struct LaunchScratch {
   uint32_t memo_until_check = kMemoCheckEvery;
   std::unordered_map<uint64_t, FunctionFacts> functions;
   std::unique_ptr<MemoEntry[]> memo;  // made at the first launch that uses it
+  // A deferred launch's tail (DeferredLaunchTail, the words, the library call's ranges),
+  // made at the first deferred launch.
+  static constexpr size_t kRawWords = 4096;
+  std::unique_ptr<uint64_t[]> raw;
+  uint64_t* raw_words() {
+    if (!raw) [[unlikely]]
+      raw.reset(new uint64_t[kRawWords]);
+    return raw.get();
+  }
   FrontFacts& front_for(uint64_t func) {
     return front[(func * 0x9E3779B97F4A7C15ull) >> (64 - kFrontBits)];
   }
@@ -833,13 +859,18 @@ void CudaCallHandler::timed_kernel(const CudaCall& call, const Emission& e, uint
   GilScope python_stack_matters(ts);
   trace::KernelLaunchHead h{};
   std::vector<uint64_t>& ptrs = launch_scratch(ts).ptrs;
+  std::span<const uint64_t> deferred;
   {
     self_time::Scope timed(self_time::kScan, kTimed);
-    timed_kernel_head<kTimed>(call, e, stream, device, h, ptrs);
+    timed_kernel_head<kTimed>(call, e, stream, device, h, ptrs, defer_ ? &deferred : nullptr);
   }
   const uint32_t stack = capture_stack(ts);
   self_time::Scope timed(self_time::kRecord, kTimed);
-  rec_->add_call(ts, h, e.api, stack, ptrs);
+  if (!deferred.empty()) {
+    rec_->add_deferred_kernel(ts, h, e.api, stack, deferred);
+  } else {
+    rec_->add_call(ts, h, e.api, stack, ptrs);
+  }
 }
 
 void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
@@ -851,7 +882,8 @@ void CudaCallHandler::kernel_head(const CudaCall& call, const Emission& e, uint6
 
 template <bool kTimed>
 void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
-                                        trace::KernelLaunchHead& h, std::vector<uint64_t>& ptrs) {
+                                        trace::KernelLaunchHead& h, std::vector<uint64_t>& ptrs,
+                                        std::span<const uint64_t>* deferred) {
   TracerThreadState& ts = e.ts != nullptr ? *e.ts : thread_state();
   // Precise mode: the launch callback marked this launch as patched (its exact accesses
   // follow as KernelAccess records) and may know the name the API callback did not give.
@@ -893,6 +925,49 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
   for (int i = 0; i < 3; ++i) {
     h.grid[i] = call.grid[i];
     h.block[i] = call.block[i];
+  }
+  // Deferred (tracer/deferred_scan.h): the words the scan below would read, copied as it
+  // copies them, for the flusher to scan; the record's pointers and hash come from there.
+  if (deferred != nullptr && facts != nullptr && facts->have_layout && launch && corpus_ == nullptr &&
+      (call.args != nullptr || call.packed != nullptr) && rec_->has_deferred_resolver()) {
+    const std::span<const ParamSlot> layout(facts->slots(), facts->nslots);
+    const uint32_t blas = ts.blas_access_count;
+    uint64_t* const raw = scratch_of_facts->raw_words();
+    const size_t limit = LaunchScratch::kRawWords - size_t(blas) * 3;
+    DeferredLaunchTail t;
+    t.version = allocs_.version();  // before the words: the table they are scanned against
+    size_t n = kDeferredTailWords;
+    bool complete = blas <= LaunchScratch::kRawWords / 4;
+    for (size_t i = 0; complete && i < layout.size(); ++i) {
+      const uint8_t* base = parameter_bytes(call, layout, i);
+      const uint32_t size = layout[i].size;
+      const size_t padded = (size_t(size) + 7) / 8;
+      if (base == nullptr || n + 1 + padded > limit) [[unlikely]] {
+        complete = false;
+        break;
+      }
+      raw[n++] = size;
+      copy_words(raw + n, base, size);
+      n += padded;
+    }
+    if (complete) [[likely]] {
+      t.signature = reinterpret_cast<uint64_t>(facts->signature);
+      t.nwords = uint32_t(n - kDeferredTailWords);
+      t.nparams = uint32_t(layout.size());
+      t.blas_count = blas;
+      t.misaligned = facts->pointer_misalignment;
+      std::memcpy(raw, &t, sizeof(t));
+      for (uint32_t i = 0; i < blas; ++i) {
+        const trace::CallAccessEntry& a = ts.blas_accesses[i];
+        raw[n++] = a.addr;
+        raw[n++] = a.bytes;
+        raw[n++] = a.info;
+      }
+      h.nptrs = 0;
+      h.flags = precise ? uint32_t(trace::kKernelPrecise) : 0u;
+      *deferred = std::span<const uint64_t>(raw, n);
+      return;
+    }
   }
   // Pointer arguments: every 8-byte word of every parameter (structs of pointers included,
   // as in PyTorch's elementwise kernels) that lands inside a live allocation; of a parameter a

@@ -21,6 +21,7 @@
 #include "tracer/allocation_table.h"
 #include "tracer/cuda_call_table.h"
 #include "tracer/cuda_queries.h"
+#include "tracer/deferred_scan.h"
 #include "tracer/host_access_tracker.h"
 #include "tracer/stack_capture.h"
 #include "tracer/step_markers.h"
@@ -87,6 +88,13 @@ class CudaCallHandler {
   // Whether the launch memo is in use (setting launch_memo; off for good after a mismatch).
   void set_launch_memo(bool on) { memo_off_.store(!on, std::memory_order_relaxed); }
   bool launch_memo() const { return !memo_off_.load(std::memory_order_relaxed); }
+  // Setting defer_scan (on by default): a launch's argument scan is finished by the flusher
+  // (tracer/deferred_scan.h); the launching thread copies the words. Off: scanned at the
+  // launch, as before (the launch memo applies only then). Records are the same either way.
+  void set_deferred_scan(bool on);
+  bool deferred_scan() const { return defer_; }
+  // The flusher's half (for tests: its counts).
+  const DeferredScan* deferred_scanner() const { return deferred_.get(); }
   // Setting launch_corpus (a benchmark's): every scanned launch is also written there
   // (tracer/launch_corpus.h); the caller owns it and keeps it for the handler's life.
   void set_launch_corpus(LaunchCorpus* corpus) { corpus_ = corpus; }
@@ -147,9 +155,12 @@ class CudaCallHandler {
   // A launch's record head and pointer arguments (also a graph kernel node's parameters).
   void kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
                    trace::KernelLaunchHead& h, std::vector<uint64_t>& ptrs);
+  // `deferred`: where a launch whose scan is left to the flusher gets its deferred record's
+  // tail (then `h` is that record's head and `ptrs` untouched); null: scanned here.
   template <bool kTimed>
   void timed_kernel_head(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device,
-                         trace::KernelLaunchHead& h, std::vector<uint64_t>& ptrs);
+                         trace::KernelLaunchHead& h, std::vector<uint64_t>& ptrs,
+                         std::span<const uint64_t>* deferred = nullptr);
   trace::Memcpy memcpy_record(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
   // The explicit graph API: one GraphEdit record (edges: one per 4096).
   void graph_edit(const CudaCall& call, const Emission& e, uint32_t device);
@@ -172,6 +183,8 @@ class CudaCallHandler {
   HostAccessTracker* host_ = nullptr;
   bool kernel_signatures_ = true;
   LaunchCorpus* corpus_ = nullptr;
+  bool defer_ = false;
+  std::shared_ptr<DeferredScan> deferred_;  // registered with rec_ (which keeps it alive too)
   // Per callback id of each domain: the call's row (null: not one the tracer records) and
   // its API name's string id (0 until first used), side by side.
   // The row is copied in: the callback reads one line for both.

@@ -260,6 +260,12 @@ TraceRecorder::ThreadChunk* TraceRecorder::next_chunk(ThreadBuffer& b, size_t ne
   return next;
 }
 
+void TraceRecorder::set_deferred_resolver(std::shared_ptr<DeferredResolver> resolver) {
+  FlushLock lock(*this);
+  resolver_ = std::move(resolver);
+  has_resolver_.store(resolver_ != nullptr, std::memory_order_relaxed);
+}
+
 void TraceRecorder::add_kernel(const trace::KernelLaunchHead& head, std::span<const uint64_t> ptrs) {
   add_raw(trace::RecordKind::kKernelLaunch, &head, sizeof(head), ptrs.data(), ptrs.size_bytes());
 }
@@ -372,6 +378,17 @@ trace::ChunkBuilder TraceRecorder::definitions_locked(const std::vector<std::pai
     defs.add_notice(trace::NoticeLevel::kWarning, msg);
     dropped_reported_ = dropped;
   }
+  if (resolver_) {
+    const std::string notice = resolver_->take_notice();
+    if (!notice.empty()) defs.add_notice(trace::NoticeLevel::kWarning, notice);
+  }
+  if (deferred_unresolved_ != 0) {
+    char msg[160];
+    std::snprintf(msg, sizeof msg, "%llu kernel launches dropped: their argument scan had no one to finish it",
+                  static_cast<unsigned long long>(deferred_unresolved_));
+    defs.add_notice(trace::NoticeLevel::kWarning, msg);
+    deferred_unresolved_ = 0;
+  }
   return defs;
 }
 
@@ -417,6 +434,36 @@ void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::Ch
       ++i;
     }
   }
+  // Deferred records first (tracer/deferred_scan.h): the resolver finishes all of the drain's
+  // at once (it replays the allocation table's changes in version order), before the copy.
+  std::vector<DeferredResolver::Item>& items = deferred_items_;
+  items.clear();
+  for (const DrainedRange& r : ranges) {
+    const uint8_t* p = r.chunk->data.get() + r.from;
+    const uint8_t* end = r.chunk->data.get() + r.to;
+    while (p < end) {
+      trace::RecordPrefix prefix;
+      std::memcpy(&prefix, p, sizeof(prefix));
+      if (trace::RecordKind(prefix.kind) == kDeferredKernelLaunch)
+        items.push_back({p + sizeof(prefix), prefix.body_size});
+      p += sizeof(prefix) + prefix.body_size;
+    }
+  }
+  if (!items.empty()) {
+    bool resolved = false;
+    if (resolver_) {
+      try {
+        resolver_->resolve(items, deferred_out_, nonblocking);
+        resolved = true;
+      } catch (...) {
+      }
+    }
+    if (!resolved) {
+      for (auto& item : items) item.out_size = 0;
+      deferred_unresolved_ += items.size();
+    }
+  }
+  size_t next_item = 0;
   // Into builders of up to 8 MiB (one compressed chunk each), reused from the last drain so
   // that their pages are faulted in once; each record copied whole (a range is whole records).
   if (drained.size() > 2) drained.resize(2);  // after a burst, the memory goes back
@@ -433,7 +480,13 @@ void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::Ch
     while (p < end) {
       trace::RecordPrefix prefix;
       std::memcpy(&prefix, p, sizeof(prefix));
-      out.add_raw(trace::RecordKind(prefix.kind), p + sizeof(prefix), prefix.body_size, nullptr, 0);
+      if (trace::RecordKind(prefix.kind) == kDeferredKernelLaunch) [[unlikely]] {
+        const DeferredResolver::Item& item = items[next_item++];
+        if (item.out_size != 0)
+          out.add_raw(trace::RecordKind::kKernelLaunch, deferred_out_.data() + item.out_offset, item.out_size, nullptr, 0);
+      } else {
+        out.add_raw(trace::RecordKind(prefix.kind), p + sizeof(prefix), prefix.body_size, nullptr, 0);
+      }
       p += sizeof(prefix) + prefix.body_size;
     }
   }

@@ -51,6 +51,28 @@ struct RecorderOptions {
 class WindowedTraceWriter;
 struct CaptureBoundary;
 
+// A record a thread writes in a form only the flusher finishes (tracer/deferred_scan.h): this
+// kind never reaches a file. The drain hands every such record to the recorder's resolver,
+// which writes the KernelLaunch it stands for (without a resolver it is dropped and counted).
+inline constexpr trace::RecordKind kDeferredKernelLaunch = trace::RecordKind(0x7F01);
+
+class DeferredResolver {
+ public:
+  virtual ~DeferredResolver() = default;
+  struct Item {
+    const uint8_t* body;  // the deferred record's body (fixed part and tail)
+    uint32_t size;
+    uint32_t out_offset = 0;  // set by resolve(): the KernelLaunch body in `out`
+    uint32_t out_size = 0;    // 0: nothing written for it
+  };
+  // Called under the recorder's flush lock (one call at a time), from the flusher or from a
+  // thread that flushes; `nonblocking` from a fatal-signal handler (take no lock that may be
+  // held). Writes each item's KernelLaunch body into `out`.
+  virtual void resolve(std::vector<Item>& items, std::vector<uint8_t>& out, bool nonblocking) = 0;
+  // A warning for the trace since the last call, or "" (written with the next definitions).
+  virtual std::string take_notice() = 0;
+};
+
 class TraceRecorder {
  public:
   // Unique per recorder in the process (never reused, unlike its address): per-thread caches of
@@ -93,6 +115,17 @@ class TraceRecorder {
     if (closed_.load(std::memory_order_relaxed)) return;
     append_record(b, rec, tail);
   }
+  // A kernel launch whose argument scan the flusher finishes (kDeferredKernelLaunch): `rec`
+  // with its CallInfo taken as add_call's, then `tail` (tracer/deferred_scan.h's layout).
+  void add_deferred_kernel(TracerThreadState& ts, trace::KernelLaunchHead& rec, uint32_t api_id, uint32_t stack_id,
+                           std::span<const uint64_t> tail) {
+    ThreadBuffer& b = take_call(rec.call, api_id, stack_id, ts.recorder_buffer);
+    if (closed_.load(std::memory_order_relaxed)) return;
+    append_record(b, rec, tail, kDeferredKernelLaunch);
+  }
+  // Who finishes deferred records (replacing any earlier one). Kept alive by the recorder.
+  void set_deferred_resolver(std::shared_ptr<DeferredResolver> resolver);
+  bool has_deferred_resolver() const { return has_resolver_.load(std::memory_order_relaxed); }
   void add_kernel(const trace::KernelLaunchHead& head, std::span<const uint64_t> ptrs);
   void add_notice(trace::NoticeLevel level, std::string_view text);
   void add_raw(trace::RecordKind kind, const void* fixed, size_t fixed_size, const void* tail, size_t tail_size);
@@ -180,13 +213,13 @@ class TraceRecorder {
   // append() of a fixed record and its words, inline: the record's size is known, so its copy
   // is a few moves (no call); a chunk that is full, or a body too long, goes through append().
   template <trace::FixedRecord T>
-  void append_record(ThreadBuffer& b, const T& rec, std::span<const uint64_t> tail) {
+  void append_record(ThreadBuffer& b, const T& rec, std::span<const uint64_t> tail, trace::RecordKind kind = T::kKind) {
     const size_t tail_bytes = tail.size_bytes();
     const size_t need = sizeof(trace::RecordPrefix) + sizeof(T) + tail_bytes;
     ThreadChunk* c = b.chunk.get();
     if (sizeof(T) + tail_bytes > 0xFFFF || c == nullptr || c->pos + need > c->capacity) [[unlikely]]
-      return append(b, T::kKind, &rec, sizeof(T), tail.data(), tail_bytes);
-    write_record(*c, T::kKind, &rec, sizeof(T), tail.data(), tail_bytes);
+      return append(b, kind, &rec, sizeof(T), tail.data(), tail_bytes);
+    write_record(*c, kind, &rec, sizeof(T), tail.data(), tail_bytes);
   }
   // One record into a chunk with room for it (its body at most 0xFFFF bytes), committed.
   static void write_record(ThreadChunk& c, trace::RecordKind kind, const void* fixed, size_t fixed_size,
@@ -254,6 +287,12 @@ class TraceRecorder {
   bool handed_off_ = false;
   // The records of one drain, in builders of up to 8 MiB (drain_buffers_locked).
   std::vector<trace::ChunkBuilder> drained_;
+  // Deferred records (under flush_mu_): who finishes them, and one drain's of them.
+  std::shared_ptr<DeferredResolver> resolver_;
+  std::atomic<bool> has_resolver_{false};
+  std::vector<DeferredResolver::Item> deferred_items_;
+  std::vector<uint8_t> deferred_out_;
+  uint64_t deferred_unresolved_ = 0;  // dropped for want of a resolver, reported with the definitions
   std::unique_ptr<trace::TraceWriter> writer_;
   std::string capture_status_ = "ok";
   uint64_t dropped_reported_ = 0;

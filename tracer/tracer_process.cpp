@@ -229,6 +229,7 @@ void TracerProcess::create_core_locked() {
   if (TorchAllocatorHook::enabled_by_env()) handler->set_torch_allocator_hook(new TorchAllocatorHook(*handler));
   handler->set_kernel_signatures(tracer_setting("kernel_signatures").value_or("1") != "0");
   handler->set_launch_memo(tracer_setting("launch_memo").value_or("1") != "0");
+  handler->set_deferred_scan(tracer_setting("defer_scan").value_or("1") != "0");
   if (auto spec = tracer_setting("launch_corpus")) {  // a benchmark's (tracer/launch_corpus.h)
     std::string why;
     if (auto corpus = LaunchCorpus::open(*spec, &why)) {

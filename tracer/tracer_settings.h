@@ -42,6 +42,9 @@ inline constexpr TracerSetting kTracerSettings[] = {
     {"launch_memo", "STREAMRACE_LAUNCH_MEMO", "0|1", "1",
      "a launch with the same kernel, short parameter list (<= 12 words) and grid as an earlier one, the allocations "
      "unchanged, takes that launch's argument scan (sampled hits are checked); 0 scans every launch"},
+    {"defer_scan", "STREAMRACE_DEFER_SCAN", "0|1", "1",
+     "a kernel launch's argument scan is finished by the tracer's flusher thread against the allocations as they were "
+     "at the launch (the same records); 0 scans on the launching thread"},
     {"timing", "STREAMRACE_TIMING", "0|1", "0", "device timestamps (CUPTI activity records) for `streamrace overlap`"},
     {"runtime_launches", "STREAMRACE_RUNTIME_LAUNCHES", "0|1", "0",
      "1: kernel launches also through the runtime's callbacks (cudaLaunchKernel...), so that their records name the "

@@ -25,6 +25,7 @@ for line in \
   "  native_unwind=cached|dwarf  (STREAMRACE_NATIVE_UNWIND, --native-unwind cached|dwarf; default cached)" \
   "  kernel_signatures=0|1  (STREAMRACE_KERNEL_SIGNATURES, --kernel-signatures 0|1; default 1)" \
   "  launch_memo=0|1  (STREAMRACE_LAUNCH_MEMO, --launch-memo 0|1; default 1)" \
+  "  defer_scan=0|1  (STREAMRACE_DEFER_SCAN, --defer-scan 0|1; default 1)" \
   "  timing=0|1  (STREAMRACE_TIMING, --timing; default 0)" \
   "  host_accesses=0|1  (STREAMRACE_HOST_ACCESSES, --host-accesses; default 0)" \
   "  torch_allocator=0|1  (STREAMRACE_TORCH_ALLOCATOR, --torch-allocator 0|1; default 1)" \
@@ -46,7 +47,7 @@ done
 # Everyday options first; the expert ones in an "Advanced:" section of their own.
 adv=$(sed -n '/^Advanced:/,/^Tracer settings/p' <<<"$help")
 everyday=$(sed -n '/^Options:/,/^Advanced:/p' <<<"$help")
-for o in --keep-going --torch-allocator --python-sites --native-unwind --kernel-signatures --launch-memo --precise-start --precise-patches --precise-module-filter --precise-sample --precise-unpatch --precise-debug \
+for o in --keep-going --torch-allocator --python-sites --native-unwind --kernel-signatures --launch-memo --defer-scan --precise-start --precise-patches --precise-module-filter --precise-sample --precise-unpatch --precise-debug \
          --force-output --precise-from; do
   if grep -q -- "^  $o " <<<"$adv" && ! grep -q -- "^  $o " <<<"$everyday"; then echo "ok   run --help: $o is advanced"
   else echo "FAIL run --help: $o not in the Advanced section"; fail=1; fi
@@ -89,7 +90,7 @@ check "torch_allocator=0 in STREAMRACE_OPTIONS" "0" "$out"
 
 err=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none bogus=1" "$sr" run -- true 2>&1)
 rc=$?
-check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind kernel_signatures launch_memo timing runtime_launches host_accesses torch_allocator step_range steps window ring launch_corpus self_time disable precise precise_start precise_patches precise_module_filter precise_debug precise_sample precise_unpatch precise_graph_nodes)" "$rc: $err"
+check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind kernel_signatures launch_memo defer_scan timing runtime_launches host_accesses torch_allocator step_range steps window ring launch_corpus self_time disable precise precise_start precise_patches precise_module_filter precise_debug precise_sample precise_unpatch precise_graph_nodes)" "$rc: $err"
 err=$("${clean[@]}" "$sr" run --confirm --precise=all -- true 2>&1)
 rc=$?
 check "--confirm with --precise: exit 2" "2: streamrace run: --confirm chooses the kernels for precise mode itself; leave out --precise" "$rc: $err"

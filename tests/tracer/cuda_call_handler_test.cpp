@@ -21,6 +21,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "tests/tracer/trace_contents.h"
 #include "traceformat/call_stream.h"
@@ -319,6 +320,106 @@ TEST_F(HandlerTest, FunctionsSharingTheFactsFrontKeepTheirOwnLayoutsAndNames) {
   }
 }
 
+// Setting defer_scan (tracer/deferred_scan.h): the flusher finishes each launch's scan against
+// the allocation table as it was at the launch, and writes the record the launching thread
+// would have written. One program, run with the scan deferred and with it made at the launch,
+// gives the same kernel records byte for byte (but the clock): a segment freed, one allocated
+// again at the same base with another size, a drain between launches, a second thread's
+// allocation and launch, a struct of words with a repeated pointer and a host address, a
+// cuBLAS call's ranges. The deferred run finished every launch in the flusher.
+TEST_F(HandlerTest, DeferredScansGiveTheRecordsOfScansAtTheLaunch) {
+  const uint64_t a = 0x7000'0000, b = 0x7200'0000, c = 0x7400'0000;
+  queries_.layouts[0xD1] = {{0, 8}, {8, 8}, {16, 4}};
+  queries_.layouts[0xD2] = {{0, 8}, {8, 8}};
+  queries_.layouts[0xD3] = {{0, 40}};
+  auto run = [&](bool defer) {
+    RecorderOptions o;
+    o.path = (dir_ / (defer ? "deferred.srace" : "inline.srace")).string();
+    o.background_flusher = false;
+    AllocationTable table;
+    TraceRecorder rec(o);
+    CudaCallHandler h(rec, table, queries_, nullptr);
+    h.set_deferred_scan(defer);
+    auto call = [&](ApiDomain d, uint32_t cbid, const void* params, uint32_t corr, const char* symbol) {
+      h.on_call(ApiCall{d, true, cbid, symbol, params, 0, corr, 0x100});
+      h.on_call(ApiCall{d, false, cbid, symbol, params, 0, corr, 0x100});
+    };
+    auto malloc_at = [&](uint64_t ptr, size_t bytes) {
+      void* p = as_ptr<void>(ptr);
+      cudaMalloc_v3020_params m{&p, bytes};
+      call(ApiDomain::kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &m, 1, nullptr);
+    };
+    auto free_at = [&](uint64_t ptr) {
+      cudaFree_v3020_params f{as_ptr<void>(ptr)};
+      call(ApiDomain::kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, &f, 2, nullptr);
+    };
+    uint32_t corr = 100;
+    auto launch = [&](uint64_t func, void** args) {
+      cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 2, 1, 1, 128, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
+      call(ApiDomain::kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, corr++, "_Z1kPfS_i");
+    };
+    thread_state() = TracerThreadState{};
+    malloc_at(a, 1 << 20);
+    malloc_at(b, 64 << 10);
+    uint64_t p0 = a + 0x10, p1 = b + 0x20, p2 = b + 0x1'F000;
+    int n = 7;
+    void* three[] = {&p0, &p1, &n};
+    launch(0xD1, three);  // a and b
+    rec.flush();          // its scan finished in this drain
+    free_at(b);
+    launch(0xD1, three);  // b gone
+    malloc_at(b, 128 << 10);
+    void* three_far[] = {&p0, &p2, &n};
+    launch(0xD1, three_far);  // only the larger b holds p2
+    std::thread other([&] {
+      malloc_at(c, 4096);
+      uint64_t q0 = c, q1 = a + 8;
+      void* two[] = {&q0, &q1};
+      launch(0xD2, two);
+    });
+    other.join();
+    uint64_t words[5] = {a + 0x100, 0x7fff'1234'5678, a + 0x100, 12345, c + 64};
+    void* one[] = {words};
+    launch(0xD3, one);
+    const trace::CallAccessEntry ranges[] = {{a, 4096, uint64_t(trace::AccessDir::kRead)}};
+    auto& ts = thread_state();
+    ts.blas_accesses = ranges;
+    ts.blas_access_count = 1;
+    launch(0xD1, three_far);
+    ts.blas_accesses = nullptr;
+    ts.blas_access_count = 0;
+    free_at(a);
+    launch(0xD1, three_far);  // a gone
+    const uint64_t finished = h.deferred_scanner() ? h.deferred_scanner()->resolved() : 0;
+    rec.close();
+    EXPECT_EQ(h.deferred_scanner()->resolved() - finished, defer ? 6u : 0u);  // all but the first at close
+    auto t = read_trace(o.path);
+    auto ks = t.of(RecordKind::kKernelLaunch);
+    for (auto& k : ks) {  // the clock differs between runs
+      auto head = k.as<trace::KernelLaunchHead>();
+      head.call.host_ts_ns = 0;
+      std::memcpy(k.body.data(), &head, sizeof(head));
+    }
+    // In call order (the file holds each thread's records together).
+    std::sort(ks.begin(), ks.end(), [](const auto& x, const auto& y) {
+      return x.template as<trace::KernelLaunchHead>().call.seq < y.template as<trace::KernelLaunchHead>().call.seq;
+    });
+    return ks;
+  };
+  auto deferred = run(true);
+  auto inline_scans = run(false);
+  ASSERT_EQ(deferred.size(), 7u);
+  ASSERT_EQ(inline_scans.size(), 7u);
+  for (size_t i = 0; i < deferred.size(); ++i) EXPECT_EQ(deferred[i].body, inline_scans[i].body) << "launch " << i;
+  EXPECT_EQ(deferred[0].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{a + 0x10, b + 0x20}));
+  EXPECT_EQ(deferred[1].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{a + 0x10}));
+  EXPECT_EQ(deferred[2].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{a + 0x10, b + 0x1'F000}));
+  EXPECT_EQ(deferred[3].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{c, a + 8}));
+  EXPECT_EQ(deferred[4].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{a + 0x100, c + 64}));
+  EXPECT_TRUE(deferred[5].as<trace::KernelLaunchHead>().flags & trace::kKernelCallAccesses);
+  EXPECT_EQ(deferred[6].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{b + 0x1'F000}));
+}
+
 // A new recorder (a forked child's, set_recorder) has its own string ids: a function whose
 // facts the thread has cached gets its name interned again there, and its layout looked up
 // again, though its front entry is filled.
@@ -543,8 +644,8 @@ TEST_F(HandlerTest, CatKernelsScanOnlyTheInputSlotsTheLaunchUses) {
   EXPECT_EQ(ks[3].tail_words<trace::KernelLaunchHead>(), all);  // signatures off
 }
 
-// A launch with the same function, parameter bytes and grid as an earlier one, the
-// allocation table unchanged since, takes that launch's scan from the memo (its pointers, hash
+// (Setting defer_scan 0: the scan made at the launch, where the memo is.) A launch with the
+// same function, parameter bytes and grid as an earlier one, the allocation table unchanged since, takes that launch's scan from the memo (its pointers, hash
 // and flags); a change of the bytes, the grid or the table scans again and gives what a scan
 // gives. Every launch below is checked against the pointers a scan finds.
 namespace {
@@ -557,6 +658,7 @@ struct AddLaunch {
 }  // namespace
 
 TEST_F(HandlerTest, ALaunchLikeAnEarlierOneTakesItsScanOnlyWhileItsBytesGridAndTableAreUnchanged) {
+  handler_->set_deferred_scan(false);  // the memo is the launching thread's scan's
   CudaCallHandler::reset_launch_memo_of_this_thread();
   malloc_device(0x7000'0000, 1 << 20);
   const uint64_t func = 0xAD1;
@@ -640,6 +742,7 @@ TEST_F(HandlerTest, ALaunchLikeAnEarlierOneTakesItsScanOnlyWhileItsBytesGridAndT
 // are never memoised (every one scanned); with the memo off (setting launch_memo 0) nothing
 // is. Each gives what a scan gives.
 TEST_F(HandlerTest, LaunchesUnlikeEveryEarlierOneAndLaunchesOfManyPointersAreScanned) {
+  handler_->set_deferred_scan(false);  // the memo is the launching thread's scan's
   CudaCallHandler::reset_launch_memo_of_this_thread();
   malloc_device(0x7000'0000, 1 << 20);
   const uint64_t two = 0xAD2, stopped = 0xAD5;
@@ -708,6 +811,7 @@ TEST_F(HandlerTest, LaunchesUnlikeEveryEarlierOneAndLaunchesOfManyPointersAreSca
 // that differs from the scan's turns the memo off for the process, with a warning, and the
 // record is the scan's.
 TEST_F(HandlerTest, AMemoisedScanThatDiffersFromANewScanTurnsTheMemoOffWithAWarning) {
+  handler_->set_deferred_scan(false);  // the memo is the launching thread's scan's
   CudaCallHandler::reset_launch_memo_of_this_thread();
   malloc_device(0x7000'0000, 1 << 20);
   const uint64_t func = 0xAD4;
