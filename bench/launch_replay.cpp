@@ -17,7 +17,10 @@
 // also runs through COLD_CODE_KIB KiB of other code (one jump per 64-byte line), as PyTorch's
 // dispatch does between two launches, so that the handler's code is no longer in the
 // instruction cache either. Under callgrind, bench/launch_replay.sh
-// counts instructions and cache misses per launch. Exit status 2 when the corpus does not read.
+// counts instructions and cache misses per launch. STREAMRACE_DEFER_SCAN=0 scans on the
+// launching thread (the tracer's setting defer_scan); by default the scan is left to the
+// recorder's flusher (tracer/deferred_scan.h), which bench/launch_replay.sh counts apart with
+// TOGGLE='*DeferredScan::resolve*'. Exit status 2 when the corpus does not read.
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 #include <cupti_driver_cbid.h>
@@ -241,6 +244,9 @@ int main(int argc, char** argv) {
   for (const LiveAllocation& a : corpus.table) add(a);
   ReplayQueries queries(corpus);
   CudaCallHandler handler(rec, allocs, queries, nullptr);
+  // STREAMRACE_DEFER_SCAN=0: the scan on the launching thread, as the tracer's setting does.
+  const char* defer = std::getenv("STREAMRACE_DEFER_SCAN");
+  handler.set_deferred_scan(defer == nullptr || std::strcmp(defer, "0") != 0);
   thread_state() = TracerThreadState{};
   // Each launch's kernelParams: a pointer per parameter into its recorded bytes.
   std::vector<std::vector<void*>> args(corpus.launches.size());
