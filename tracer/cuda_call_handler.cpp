@@ -839,6 +839,47 @@ inline __attribute__((always_inline)) void copy_words(uint64_t* out, const uint8
   }
 }
 
+// A deferred launch's tail (DeferredLaunchTail, then each parameter's size and its bytes in
+// words as the scan copies them, then the cuBLAS call's ranges) in the thread's raw words;
+// empty when a parameter has no bytes or they do not fit (the launch is then scanned here).
+inline __attribute__((always_inline)) std::span<const uint64_t> deferred_words(const CudaCall& call, const FrontFacts& facts,
+                                                                               LaunchScratch& scratch,
+                                                                               const TracerThreadState& ts,
+                                                                               uint64_t version) {
+  const std::span<const ParamSlot> layout(facts.slots(), facts.nslots);
+  const uint32_t blas = ts.blas_access_count;
+  if (blas > LaunchScratch::kRawWords / 4) [[unlikely]]
+    return {};
+  uint64_t* const raw = scratch.raw_words();
+  const size_t limit = LaunchScratch::kRawWords - size_t(blas) * 3;
+  size_t n = kDeferredTailWords;
+  for (size_t i = 0; i < layout.size(); ++i) {
+    const uint8_t* base = parameter_bytes(call, layout, i);
+    const uint32_t size = layout[i].size;
+    const size_t padded = (size_t(size) + 7) / 8;
+    if (base == nullptr || n + 1 + padded > limit) [[unlikely]]
+      return {};
+    raw[n++] = size;
+    copy_words(raw + n, base, size);
+    n += padded;
+  }
+  DeferredLaunchTail t;
+  t.version = version;
+  t.signature = reinterpret_cast<uint64_t>(facts.signature);
+  t.nwords = uint32_t(n - kDeferredTailWords);
+  t.nparams = uint32_t(layout.size());
+  t.blas_count = blas;
+  t.misaligned = facts.pointer_misalignment;
+  std::memcpy(raw, &t, sizeof(t));
+  for (uint32_t i = 0; i < blas; ++i) {
+    const trace::CallAccessEntry& a = ts.blas_accesses[i];
+    raw[n++] = a.addr;
+    raw[n++] = a.bytes;
+    raw[n++] = a.info;
+  }
+  return {raw, n};
+}
+
 __attribute__((noinline, cold)) void memo_mismatch(CudaCallHandler& handler, std::atomic<bool>& off) {
   if (off.exchange(true, std::memory_order_relaxed)) return;
   handler.recorder().add_notice(trace::NoticeLevel::kWarning,
@@ -850,7 +891,50 @@ __attribute__((noinline, cold)) void memo_mismatch(CudaCallHandler& handler, std
 void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   if (self_time::enabled()) [[unlikely]]
     return timed_kernel<true>(call, e, stream, device);
+  if (defer_ && deferred_kernel(call, e, stream, device)) return;
   timed_kernel<false>(call, e, stream, device);
+}
+
+// The launch path when the scan is deferred, apart from the scan's code: the function's facts,
+// the head, the words copied, the stack, the record. A launch it cannot take (no layout or no
+// arguments, a graph's kernel node, the launch corpus on, a parameter without bytes) is left
+// untouched to timed_kernel, which scans it.
+bool CudaCallHandler::deferred_kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
+  if (call.kind != CallKind::kKernelLaunch || call.func == 0 || (call.args == nullptr && call.packed == nullptr) ||
+      corpus_ != nullptr || !rec_->has_deferred_resolver())
+    return false;
+  TracerThreadState& ts = e.ts != nullptr ? *e.ts : thread_state();
+  LaunchScratch& scratch = launch_scratch(ts);
+  if (const uint64_t g = functions_generation_.load(std::memory_order_relaxed); scratch.generation != g) [[unlikely]] {
+    scratch.forget();
+    scratch.generation = g;
+  }
+  const char* name = ts.launch_function != nullptr ? ts.launch_function : e.symbol;
+  FrontFacts& facts = scratch.front_for(call.func);
+  const uint64_t recorder = rec_->uid();
+  if (facts.func != call.func || facts.recorder != recorder) [[unlikely]]
+    fill_facts(*this, kernel_signatures_, scratch, facts, call, name, recorder);
+  if (!facts.have_layout) return false;
+  const std::span<const uint64_t> tail = deferred_words(call, facts, scratch, ts, allocs_.version());
+  if (tail.empty()) [[unlikely]]
+    return false;
+  trace::KernelLaunchHead h{};
+  const bool precise = ts.precise_correlation != 0 && ts.precise_correlation == e.correlation;
+  ts.precise_correlation = 0;
+  ts.launch_function = nullptr;
+  h.stream = stream;
+  h.correlation = e.correlation;
+  h.device = device;
+  h.name_id = facts.name_id;
+  for (int i = 0; i < 3; ++i) {
+    h.grid[i] = call.grid[i];
+    h.block[i] = call.block[i];
+  }
+  h.flags = precise ? uint32_t(trace::kKernelPrecise) : 0u;
+  GilScope python_stack_matters(ts);
+  const uint32_t stack = capture_stack(ts);
+  rec_->add_deferred_kernel(ts, h, e.api, stack, tail);
+  return true;
 }
 
 template <bool kTimed>
@@ -930,42 +1014,10 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
   // copies them, for the flusher to scan; the record's pointers and hash come from there.
   if (deferred != nullptr && facts != nullptr && facts->have_layout && launch && corpus_ == nullptr &&
       (call.args != nullptr || call.packed != nullptr) && rec_->has_deferred_resolver()) {
-    const std::span<const ParamSlot> layout(facts->slots(), facts->nslots);
-    const uint32_t blas = ts.blas_access_count;
-    uint64_t* const raw = scratch_of_facts->raw_words();
-    const size_t limit = LaunchScratch::kRawWords - size_t(blas) * 3;
-    DeferredLaunchTail t;
-    t.version = allocs_.version();  // before the words: the table they are scanned against
-    size_t n = kDeferredTailWords;
-    bool complete = blas <= LaunchScratch::kRawWords / 4;
-    for (size_t i = 0; complete && i < layout.size(); ++i) {
-      const uint8_t* base = parameter_bytes(call, layout, i);
-      const uint32_t size = layout[i].size;
-      const size_t padded = (size_t(size) + 7) / 8;
-      if (base == nullptr || n + 1 + padded > limit) [[unlikely]] {
-        complete = false;
-        break;
-      }
-      raw[n++] = size;
-      copy_words(raw + n, base, size);
-      n += padded;
-    }
-    if (complete) [[likely]] {
-      t.signature = reinterpret_cast<uint64_t>(facts->signature);
-      t.nwords = uint32_t(n - kDeferredTailWords);
-      t.nparams = uint32_t(layout.size());
-      t.blas_count = blas;
-      t.misaligned = facts->pointer_misalignment;
-      std::memcpy(raw, &t, sizeof(t));
-      for (uint32_t i = 0; i < blas; ++i) {
-        const trace::CallAccessEntry& a = ts.blas_accesses[i];
-        raw[n++] = a.addr;
-        raw[n++] = a.bytes;
-        raw[n++] = a.info;
-      }
+    *deferred = deferred_words(call, *facts, *scratch_of_facts, ts, allocs_.version());
+    if (!deferred->empty()) [[likely]] {
       h.nptrs = 0;
       h.flags = precise ? uint32_t(trace::kKernelPrecise) : 0u;
-      *deferred = std::span<const uint64_t>(raw, n);
       return;
     }
   }
