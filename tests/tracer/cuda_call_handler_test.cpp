@@ -420,6 +420,46 @@ TEST_F(HandlerTest, DeferredScansGiveTheRecordsOfScansAtTheLaunch) {
   EXPECT_EQ(deferred[6].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{b + 0x1'F000}));
 }
 
+// Precise mode's launch callback marks the launch it patched (the thread's precise_correlation)
+// and may name its kernel (launch_function): that launch's record carries kKernelPrecise and
+// that name, the next launch neither; the same with the scan deferred and made at the launch.
+TEST_F(HandlerTest, APatchedLaunchIsMarkedPreciseWithTheLaunchCallbacksNameDeferredOrNot) {
+  malloc_device(0x7000'0000, 4096);
+  const uint64_t func = 0xFEC;
+  queries_.layouts[func] = {{0, 8}};
+  uint64_t p = 0x7000'0040;
+  void* args[] = {&p};
+  cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 1, 1, 1, 32, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
+  for (const bool defer : {true, false}) {
+    handler_->set_deferred_scan(defer);
+    auto& ts = thread_state();
+    ts.precise_correlation = 60;
+    ts.launch_function = "_Z7patchedPf";
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 60, "_Z5otherPf");
+    EXPECT_EQ(ts.precise_correlation, 0u);
+    EXPECT_EQ(ts.launch_function, nullptr);
+    driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 61, "_Z5otherPf");
+  }
+  auto t = finish();
+  auto ks = t.of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
+    auto k = ks[i].as<trace::KernelLaunchHead>();
+    const bool patched = i % 2 == 0;
+    EXPECT_EQ(k.correlation, patched ? 60u : 61u) << i;
+    EXPECT_EQ(k.flags, (patched ? uint32_t(trace::kKernelPrecise) : 0u) | uint32_t(trace::kKernelArgsScanned) |
+                           uint32_t(trace::kKernelArgsHash2))
+        << i;
+    // The function's name is its first launch's (facts are cached per function).
+    EXPECT_EQ(t.str(k.name_id), "patched(float*)") << i;
+    EXPECT_EQ(ks[i].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{0x7000'0040})) << i;
+    // Deferred or not: the same record but its CallInfo (seq and clock).
+    EXPECT_EQ(std::vector<uint8_t>(ks[i].body.begin() + sizeof(trace::CallInfo), ks[i].body.end()),
+              std::vector<uint8_t>(ks[i % 2].body.begin() + sizeof(trace::CallInfo), ks[i % 2].body.end()))
+        << i;
+  }
+}
+
 // A new recorder (a forked child's, set_recorder) has its own string ids: a function whose
 // facts the thread has cached gets its name interned again there, and its layout looked up
 // again, though its front entry is filled.
