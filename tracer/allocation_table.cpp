@@ -116,9 +116,16 @@ std::shared_ptr<AllocationChangeLog> AllocationTable::start_change_log() {
   auto log = std::make_shared<AllocationChangeLog>();
   std::unique_lock lock(mu_);
   const uint64_t version = version_.load(std::memory_order_relaxed);
+  log->start_version_ = version;
   for (const auto& [base, a] : by_base_) log->pending_.push_back(AllocationChange{version, a, true});
+  if (log_) log_->superseded_.store(true, std::memory_order_release);
   log_ = log;
   return log;
+}
+
+size_t AllocationChangeLog::size() {
+  std::lock_guard l(mu_);
+  return pending_.size();
 }
 
 bool AllocationChangeLog::take(std::vector<AllocationChange>& out, bool nonblocking) {

@@ -46,9 +46,17 @@ class AllocationChangeLog {
   // Appends the changes logged since the last take to `out`. False, and nothing taken, when
   // `nonblocking` and the log's lock is held (a signal handler must not wait).
   bool take(std::vector<AllocationChange>& out, bool nonblocking);
+  // The table's version when the log started: no change before it is in the log.
+  uint64_t start_version() const { return start_version_; }
+  // A later start_change_log() of the table took over: this log gets no more changes.
+  bool superseded() const { return superseded_.load(std::memory_order_acquire); }
+  // Changes logged and not yet taken.
+  size_t size();
 
  private:
   friend class AllocationTable;
+  uint64_t start_version_ = 0;
+  std::atomic<bool> superseded_{false};
   std::mutex mu_;
   std::vector<AllocationChange> pending_;
 };

@@ -90,11 +90,12 @@ void CudaCallHandler::set_deferred_scan(bool on) {
 void CudaCallHandler::set_recorder(TraceRecorder& rec) {
   rec_ = &rec;
   markers_.set_recorder(rec);
-  // A scanner of its own, with a log of its own (a forked child's: the parent's log may have
-  // been locked by a thread the child does not have).
+  // A scanner of its own, with a log of its own, made at the first launch that defers (in a
+  // forked child this runs inside fork(), where the table's lock may be held by a thread the
+  // child does not have; the child's launches scan at the launch until then).
   if (deferred_) {
-    deferred_ = std::make_shared<DeferredScan>(allocs_.start_change_log());
-    rec_->set_deferred_resolver(deferred_);
+    deferred_.reset();
+    scanner_wanted_.store(true, std::memory_order_release);
   }
   for (auto& n : runtime_calls_) n.api.store(0);
   for (auto& n : driver_calls_) n.api.store(0);
@@ -901,8 +902,14 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
 // untouched to timed_kernel, which scans it.
 bool CudaCallHandler::deferred_kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   if (call.kind != CallKind::kKernelLaunch || call.func == 0 || (call.args == nullptr && call.packed == nullptr) ||
-      corpus_ != nullptr || !rec_->has_deferred_resolver())
+      corpus_ != nullptr)
     return false;
+  if (!rec_->has_deferred_resolver()) [[unlikely]] {
+    // After set_recorder: the first launch makes the new recorder's scanner (one thread does).
+    if (!scanner_wanted_.load(std::memory_order_acquire) || !scanner_wanted_.exchange(false)) return false;
+    deferred_ = std::make_shared<DeferredScan>(allocs_.start_change_log());
+    rec_->set_deferred_resolver(deferred_);
+  }
   TracerThreadState& ts = e.ts != nullptr ? *e.ts : thread_state();
   LaunchScratch& scratch = launch_scratch(ts);
   if (const uint64_t g = functions_generation_.load(std::memory_order_relaxed); scratch.generation != g) [[unlikely]] {

@@ -187,6 +187,7 @@ class CudaCallHandler {
   LaunchCorpus* corpus_ = nullptr;
   bool defer_ = false;
   std::shared_ptr<DeferredScan> deferred_;  // registered with rec_ (which keeps it alive too)
+  std::atomic<bool> scanner_wanted_{false};  // set_recorder: the next deferring launch makes one
   // Per callback id of each domain: the call's row (null: not one the tracer records) and
   // its API name's string id (0 until first used), side by side.
   // The row is copied in: the callback reads one line for both.

@@ -56,7 +56,18 @@ const DeferredScan::Table& DeferredScan::table_at(uint64_t version) {
     return live_;
   }
   ++rebuilt_;
-  if (!rebuilt_valid_ || rebuilt_version_ != version) {
+  if (rebuilt_valid_ && rebuilt_version_ <= version) {
+    // Forwards from the table rebuilt for an earlier late launch: the changes in between.
+    auto it = std::upper_bound(history_.begin(), history_.end(), rebuilt_version_,
+                               [](uint64_t v, const AllocationChange& c) { return v < c.version; });
+    for (; it != history_.end() && it->version <= version; ++it) {
+      if (it->inserted) {
+        rebuilt_table_[it->a.base] = it->a;
+      } else {
+        rebuilt_table_.erase(it->a.base);
+      }
+    }
+  } else {
     rebuilt_table_ = live_;
     for (auto it = history_.rbegin(); it != history_.rend() && it->version > version; ++it) {
       if (it->inserted) {
@@ -65,9 +76,9 @@ const DeferredScan::Table& DeferredScan::table_at(uint64_t version) {
         rebuilt_table_[it->a.base] = it->a;
       }
     }
-    rebuilt_version_ = version;
     rebuilt_valid_ = true;
   }
+  rebuilt_version_ = version;
   return rebuilt_table_;
 }
 
@@ -76,6 +87,8 @@ void DeferredScan::resolve(std::vector<Item>& items, std::vector<uint8_t>& out, 
   // Every change a launch of this drain saw is in the log by now: it was logged before the
   // table published its version, which the launch read before it committed its record.
   const bool took = log_->take(pending_, nonblocking);
+  // Superseded (another reader started the table's log): changes after it are not here.
+  const bool cut_off = log_->superseded();
   // Oldest version first; a thread's own launches keep their order.
   order_.resize(items.size());
   std::iota(order_.begin(), order_.end(), 0u);
@@ -83,8 +96,10 @@ void DeferredScan::resolve(std::vector<Item>& items, std::vector<uint8_t>& out, 
                    [&](uint32_t a, uint32_t b) { return version_of(items[a]) < version_of(items[b]); });
   for (const uint32_t i : order_) {
     const uint64_t version = version_of(items[i]);
-    while (pending_at_ < pending_.size() && pending_[pending_at_].version <= version) apply(pending_[pending_at_++]);
-    if (!took && version > version_) ++inexact_;  // its changes may still be in the log
+    // (The log's seeds, at its start, for every launch: one older than them is scanned against them.)
+    const uint64_t upto = std::max(version, log_->start_version());
+    while (pending_at_ < pending_.size() && pending_[pending_at_].version <= upto) apply(pending_[pending_at_++]);
+    if ((!took || cut_off) && version > version_) ++inexact_;  // its changes may not be in the log
     scan(items[i], table_at(version), out, items[i]);
   }
   while (pending_at_ < pending_.size()) apply(pending_[pending_at_++]);

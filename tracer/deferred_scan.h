@@ -57,20 +57,24 @@ class DeferredScan : public DeferredResolver {
   // Changes kept for launches that arrive after their version was passed.
   static constexpr size_t kHistory = 1u << 16;
 
-  explicit DeferredScan(std::shared_ptr<AllocationChangeLog> log) : log_(std::move(log)) {}
+  // Launches older than the log's start cannot be scanned at their version (counted inexact).
+  explicit DeferredScan(std::shared_ptr<AllocationChangeLog> log)
+      : log_(std::move(log)), version_(log_->start_version()), history_floor_(log_->start_version()) {}
   void resolve(std::vector<Item>& items, std::vector<uint8_t>& out, bool nonblocking) override;
   std::string take_notice() override;
 
   // For tests: launches finished, those scanned against a rebuilt table, and those scanned
   // against one not at their version.
   uint64_t resolved() const { return resolved_; }
+  AllocationChangeLog& log() const { return *log_; }
   uint64_t rebuilt() const { return rebuilt_; }
   uint64_t inexact() const { return inexact_; }
 
  private:
   using Table = std::map<uint64_t, LiveAllocation>;
   void apply(const AllocationChange& c);
-  // The table at `version` (the copy itself when it is there).
+  // The table at `version` (the copy itself when it is there). Launches come in version order
+  // within a drain: a rebuilt table is rolled forwards to a later version, not rebuilt.
   const Table& table_at(uint64_t version);
   void scan(const Item& item, const Table& table, std::vector<uint8_t>& out, Item& result);
 
@@ -78,10 +82,10 @@ class DeferredScan : public DeferredResolver {
   std::vector<AllocationChange> pending_;  // taken from the log, not yet applied
   size_t pending_at_ = 0;
   Table live_;
-  uint64_t version_ = 0;  // of the last change applied
+  uint64_t version_ = 0;  // of the last change applied (the log's start before any)
   uint64_t lo_ = ~0ull, hi_ = 0;  // every allocation ever applied lies inside (as the table's bounds)
   std::deque<AllocationChange> history_;  // the last changes applied, oldest first
-  uint64_t history_floor_ = 0;            // the version of the newest change dropped from history_
+  uint64_t history_floor_ = 0;            // below it no table can be rebuilt (dropped changes, the log's start)
   Table rebuilt_table_;
   uint64_t rebuilt_version_ = 0;
   bool rebuilt_valid_ = false;

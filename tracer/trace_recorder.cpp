@@ -347,11 +347,13 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final) {
   }
   const bool none = drained.empty() || drained.front().empty();
   // Interned strings alone (no record yet) never create the file.
-  if (none && !writer_) return;
+  if (none && !writer_ && deferred_unresolved_ == 0) return;
   // 2. Definitions, stacks before strings since symbolizing interns module names.
   auto stacks = stacks_.take_pending(strings_);
   auto strings = strings_.take_pending();
-  if (none && stacks.empty() && strings.empty() && dropped_.load() == dropped_reported_) return;
+  if (none && stacks.empty() && strings.empty() && dropped_.load() == dropped_reported_ && deferred_notice_.empty() &&
+      deferred_unresolved_ == 0)
+    return;
   if (!ensure_open_locked(nullptr)) return;
   try {
     trace::ChunkBuilder defs = definitions_locked(strings, stacks);
@@ -378,9 +380,9 @@ trace::ChunkBuilder TraceRecorder::definitions_locked(const std::vector<std::pai
     defs.add_notice(trace::NoticeLevel::kWarning, msg);
     dropped_reported_ = dropped;
   }
-  if (resolver_) {
-    const std::string notice = resolver_->take_notice();
-    if (!notice.empty()) defs.add_notice(trace::NoticeLevel::kWarning, notice);
+  if (!deferred_notice_.empty()) {
+    defs.add_notice(trace::NoticeLevel::kWarning, deferred_notice_);
+    deferred_notice_.clear();
   }
   if (deferred_unresolved_ != 0) {
     char msg[160];
@@ -449,7 +451,9 @@ void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::Ch
       p += sizeof(prefix) + prefix.body_size;
     }
   }
-  if (!items.empty()) {
+  // Every drain, deferred records or not: the resolver takes the allocation table's changes
+  // each time, so its log never grows with a run's allocations.
+  if (!items.empty() || resolver_) {
     bool resolved = false;
     if (resolver_) {
       try {
@@ -462,6 +466,7 @@ void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::Ch
       for (auto& item : items) item.out_size = 0;
       deferred_unresolved_ += items.size();
     }
+    if (resolver_) deferred_notice_ += resolver_->take_notice();
   }
   size_t next_item = 0;
   // Into builders of up to 8 MiB (one compressed chunk each), reused from the last drain so

@@ -293,6 +293,7 @@ class TraceRecorder {
   std::vector<DeferredResolver::Item> deferred_items_;
   std::vector<uint8_t> deferred_out_;
   uint64_t deferred_unresolved_ = 0;  // dropped for want of a resolver, reported with the definitions
+  std::string deferred_notice_;       // the resolver's warning, written with the next definitions
   std::unique_ptr<trace::TraceWriter> writer_;
   std::string capture_status_ = "ok";
   uint64_t dropped_reported_ = 0;

@@ -460,6 +460,21 @@ TEST_F(HandlerTest, APatchedLaunchIsMarkedPreciseWithTheLaunchCallbacksNameDefer
   }
 }
 
+// The table's change log is taken by every drain, whether any launch was deferred or not: with
+// defer_scan 0 a run's allocations do not pile up in it.
+TEST_F(HandlerTest, EveryDrainTakesTheAllocationChangesDeferredLaunchesOrNot) {
+  handler_->set_deferred_scan(false);
+  for (int i = 0; i < 50; ++i) {
+    malloc_device(0x7000'0000, 4096);
+    cudaFree_v3020_params f{as_ptr<void>(0x7000'0000)};
+    runtime(CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, &f);
+  }
+  EXPECT_EQ(handler_->deferred_scanner()->log().size(), 100u);
+  rec_->flush();
+  EXPECT_EQ(handler_->deferred_scanner()->log().size(), 0u);
+  EXPECT_EQ(handler_->deferred_scanner()->resolved(), 0u);
+}
+
 // A new recorder (a forked child's, set_recorder) has its own string ids: a function whose
 // facts the thread has cached gets its name interned again there, and its layout looked up
 // again, though its front entry is filled.
@@ -481,8 +496,11 @@ TEST_F(HandlerTest, ANewRecorderGetsItsOwnNamesForCachedFunctions) {
   child->strings().intern("first string of the child");
   child->strings().intern("second string of the child");
   handler_->set_recorder(*child);
+  EXPECT_EQ(handler_->deferred_scanner(), nullptr);  // made by the child's first launch, not inside fork()
   driver(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, 0, 51, "_Z4fillPf");
+  ASSERT_NE(handler_->deferred_scanner(), nullptr);
   child->close();
+  EXPECT_EQ(handler_->deferred_scanner()->resolved(), 1u);
   auto t = read_trace(o.path);
   auto ks = t.of(RecordKind::kKernelLaunch);
   ASSERT_EQ(ks.size(), 1u);
