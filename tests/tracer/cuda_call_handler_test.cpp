@@ -460,6 +460,59 @@ TEST_F(HandlerTest, APatchedLaunchIsMarkedPreciseWithTheLaunchCallbacksNameDefer
   }
 }
 
+// Four threads allocate, launch, free and launch again, each at addresses of its own, while the
+// background flusher drains every millisecond: every launch's deferred scan, finished whenever
+// the flusher gets to it, sees exactly the allocations its thread had made (the pointer found
+// after the malloc, none after the free), late launches and drains between them included.
+TEST_F(HandlerTest, DeferredScansUnderConcurrentAllocationsSeeTheTableOfTheirLaunch) {
+  RecorderOptions o;
+  o.path = (dir_ / "concurrent.srace").string();
+  o.period_ms = 1;
+  AllocationTable table;
+  TraceRecorder rec(o);
+  CudaCallHandler h(rec, table, queries_, nullptr);
+  queries_.layouts[0xC0] = {{0, 8}, {8, 4}};
+  constexpr int kThreads = 4, kRounds = 1500;
+  auto worker = [&](int t) {
+    thread_state() = TracerThreadState{};
+    auto call = [&](ApiDomain d, uint32_t cbid, const void* params, uint32_t corr, const char* symbol) {
+      h.on_call(ApiCall{d, true, cbid, symbol, params, 0, corr, 0x100});
+      h.on_call(ApiCall{d, false, cbid, symbol, params, 0, corr, 0x100});
+    };
+    const uint64_t base = 0x7000'0000 + uint64_t(t) * 0x100'0000;
+    for (int i = 0; i < kRounds; ++i) {
+      void* p = as_ptr<void>(base);
+      cudaMalloc_v3020_params m{&p, 4096};
+      call(ApiDomain::kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &m, 1, nullptr);
+      uint64_t arg = base + 8;
+      int n = i;
+      void* args[] = {&arg, &n};
+      cuLaunchKernel_params dp{as_ptr<CUfunc_st>(0xC0), 1, 1, 1, 32, 1, 1, 0, as_ptr<CUstream_st>(0x5551), args, nullptr};
+      const uint32_t corr = uint32_t(t) << 24 | uint32_t(i) << 1;
+      call(ApiDomain::kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, corr, "_Z1kPfi");
+      cudaFree_v3020_params f{p};
+      call(ApiDomain::kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaFree_v3020, &f, 2, nullptr);
+      call(ApiDomain::kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &dp, corr | 1, "_Z1kPfi");
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
+  for (auto& t : threads) t.join();
+  rec.close();
+  auto ks = read_trace(o.path).of(RecordKind::kKernelLaunch);
+  ASSERT_EQ(ks.size(), size_t(kThreads) * kRounds * 2);
+  size_t wrong = 0;
+  for (const auto& k : ks) {
+    const uint64_t corr = k.as<trace::KernelLaunchHead>().correlation;
+    const uint64_t base = 0x7000'0000 + (corr >> 24) * 0x100'0000;
+    const auto expected = (corr & 1) ? std::vector<uint64_t>{} : std::vector<uint64_t>{base + 8};
+    wrong += k.tail_words<trace::KernelLaunchHead>() != expected;
+  }
+  EXPECT_EQ(wrong, 0u);
+  EXPECT_EQ(h.deferred_scanner()->resolved(), size_t(kThreads) * kRounds * 2);
+  EXPECT_EQ(h.deferred_scanner()->inexact(), 0u);
+}
+
 // The table's change log is taken by every drain, whether any launch was deferred or not: with
 // defer_scan 0 a run's allocations do not pile up in it.
 TEST_F(HandlerTest, EveryDrainTakesTheAllocationChangesDeferredLaunchesOrNot) {
