@@ -12,7 +12,10 @@
 // Lock order: close_mu_ (close() only, held while joining the flusher, which takes the
 // others) then flush_mu_ -> registry_mu_ -> ThreadBuffer::handoff_mu (capture windows:
 // marks_mu_, below). Appending threads take only their own ThreadBuffer::handoff_mu, and only
-// to hand off a chunk. No lock is held while calling into CUDA.
+// to hand off a chunk. No lock is held while calling into CUDA. The drain's resolver of
+// deferred records (tracer/deferred_scan.h) takes, under flush_mu_ and registry_mu_, only the
+// allocation table's AllocationChangeLog lock, which the table takes inside its own lock and
+// nothing else takes at all (never the table's lock itself).
 #pragma once
 
 #include <atomic>
