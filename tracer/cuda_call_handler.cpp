@@ -80,11 +80,13 @@ CudaCallHandler::CudaCallHandler(TraceRecorder& rec, AllocationTable& allocs, Cu
 void CudaCallHandler::set_deferred_scan(bool on) {
   // The scanner stays with the recorder once made: launches deferred before this call are
   // still finished.
-  if (on && !deferred_) {
-    deferred_ = std::make_shared<DeferredScan>(allocs_.start_change_log());
-    rec_->set_deferred_resolver(deferred_);
-  }
+  if (on && !deferred_) start_scanner();
   defer_ = on;
+}
+
+void CudaCallHandler::start_scanner() {
+  deferred_ = std::make_shared<DeferredScan>(allocs_.start_change_log());
+  rec_->set_deferred_resolver(deferred_);
 }
 
 void CudaCallHandler::set_recorder(TraceRecorder& rec) {
@@ -754,12 +756,6 @@ void CudaCallHandler::spoil_launch_memo_of_this_thread() {
   scratch.memo_until_check = 1;
 }
 
-namespace {
-
-// A pointer argument enters the arguments' hash (tracer/args_hash.h) as this mark plus its
-// index in ptrs[].
-constexpr uint64_t kPointerMark = 0x5A17'0000'0000'0000ull;
-}  // namespace
 
 namespace {
 // A function this thread has not launched since its front entry went to another (or ever):
@@ -907,8 +903,7 @@ bool CudaCallHandler::deferred_kernel(const CudaCall& call, const Emission& e, u
   if (!rec_->has_deferred_resolver()) [[unlikely]] {
     // After set_recorder: the first launch makes the new recorder's scanner (one thread does).
     if (!scanner_wanted_.load(std::memory_order_acquire) || !scanner_wanted_.exchange(false)) return false;
-    deferred_ = std::make_shared<DeferredScan>(allocs_.start_change_log());
-    rec_->set_deferred_resolver(deferred_);
+    start_scanner();
   }
   TracerThreadState& ts = e.ts != nullptr ? *e.ts : thread_state();
   LaunchScratch& scratch = launch_scratch(ts);
@@ -1062,26 +1057,10 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
       // A parameter's words as copied into the hash's buffer, the first n of them checked: a
       // pointer into a live allocation is replaced there by its mark.
       auto scan_words = [&](uint64_t* out, uint32_t n) __attribute__((always_inline)) {
-        for (uint32_t k = 0; (k = wide::next_in_span(out, k, n, lo, span)) < n; ++k) {
-          const uint64_t w = out[k];
-          if ((w & misaligned) != 0) continue;
-          // A word already found is the same argument again (cuBLAS's parameter blocks repeat
-          // their pointers): no second lookup. The list is read once, not through the vector.
-          const uint64_t* const seen = ptrs.data();
-          const size_t nseen = ptrs.size();
-          size_t index = 0;
-          while (index < nseen && seen[index] != w) ++index;
-          if (index == nseen) {
-            bool live;
-            {
-              self_time::Scope timed(self_time::kLookup, timing);
-              live = lookup.find(w).has_value();
-            }
-            if (!live) continue;
-            ptrs.push_back(w);
-          }
-          out[k] = kPointerMark + index;
-        }
+        mark_pointers(out, n, lo, span, misaligned, ptrs, [&](uint64_t w) __attribute__((always_inline)) {
+          self_time::Scope timed(self_time::kLookup, timing);
+          return lookup.find(w).has_value();
+        });
       };
       bool done = false;
       // The launch memo (MemoEntry): every parameter copied first, the copy keyed and the memo

@@ -149,6 +149,8 @@ class CudaCallHandler {
   // One kernel launch: call.args (kernelParams, a pointer per argument) or call.packed (one
   // buffer holding all arguments at their layout offsets) are scanned for pointers.
   void kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
+  // A scanner for rec_, with a change log of its own, registered with it.
+  void start_scanner();
   // The launch path of a deferred scan (false: not taken, nothing done).
   bool deferred_kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
   // kTimed: with self-timing on (setting self_time); the untimed one has no timer code at all.

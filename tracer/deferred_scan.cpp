@@ -11,10 +11,6 @@
 namespace streamrace::tracer {
 
 namespace {
-// As tracer/cuda_call_handler.cpp's: a pointer enters the arguments' hash as this mark plus
-// its index among the launch's pointers.
-constexpr uint64_t kPointerMark = 0x5A17'0000'0000'0000ull;
-
 uint64_t version_of(const DeferredResolver::Item& item) {
   DeferredLaunchTail t;
   std::memcpy(&t, item.body + sizeof(trace::KernelLaunchHead), sizeof(t));
@@ -29,15 +25,22 @@ bool live_in(const std::map<uint64_t, LiveAllocation>& table, uint64_t addr) {
   --it;
   return addr < it->second.base + it->second.bytes;
 }
+
+// `c` made on `table` (forwards), or undone (backwards).
+void replay(std::map<uint64_t, LiveAllocation>& table, const AllocationChange& c, bool forwards) {
+  if (c.inserted == forwards) {
+    table[c.a.base] = c.a;
+  } else {
+    table.erase(c.a.base);
+  }
+}
 }  // namespace
 
 void DeferredScan::apply(const AllocationChange& c) {
+  replay(live_, c, true);
   if (c.inserted) {
-    live_[c.a.base] = c.a;
     lo_ = std::min(lo_, c.a.base);
     hi_ = std::max(hi_, c.a.base + c.a.bytes);
-  } else {
-    live_.erase(c.a.base);
   }
   version_ = std::max(version_, c.version);
   history_.push_back(c);
@@ -60,22 +63,11 @@ const DeferredScan::Table& DeferredScan::table_at(uint64_t version) {
     // Forwards from the table rebuilt for an earlier late launch: the changes in between.
     auto it = std::upper_bound(history_.begin(), history_.end(), rebuilt_version_,
                                [](uint64_t v, const AllocationChange& c) { return v < c.version; });
-    for (; it != history_.end() && it->version <= version; ++it) {
-      if (it->inserted) {
-        rebuilt_table_[it->a.base] = it->a;
-      } else {
-        rebuilt_table_.erase(it->a.base);
-      }
-    }
+    for (; it != history_.end() && it->version <= version; ++it) replay(rebuilt_table_, *it, true);
   } else {
     rebuilt_table_ = live_;
-    for (auto it = history_.rbegin(); it != history_.rend() && it->version > version; ++it) {
-      if (it->inserted) {
-        rebuilt_table_.erase(it->a.base);
-      } else {
-        rebuilt_table_[it->a.base] = it->a;
-      }
-    }
+    for (auto it = history_.rbegin(); it != history_.rend() && it->version > version; ++it)
+      replay(rebuilt_table_, *it, false);
     rebuilt_valid_ = true;
   }
   rebuilt_version_ = version;
@@ -123,20 +115,9 @@ void DeferredScan::scan(const Item& item, const Table& table, std::vector<uint8_
   const uint64_t lo = lo_, span = hi_ > lo_ ? hi_ - lo_ : 0;
   const uint64_t misaligned = t.misaligned;
   ptrs_.clear();
-  // The scan of cuda_call_handler.cpp, word for word: inside the bounds, aligned, not a
-  // pointer already found (marked by its index), else looked up.
+  // The launching thread's scan (tracer/args_hash.h), looked up in the table at the launch's version.
   auto scan_words = [&](uint64_t* w, uint32_t n) {
-    for (uint32_t k = 0; (k = wide::next_in_span(w, k, n, lo, span)) < n; ++k) {
-      const uint64_t v = w[k];
-      if ((v & misaligned) != 0) continue;
-      size_t index = 0;
-      while (index < ptrs_.size() && ptrs_[index] != v) ++index;
-      if (index == ptrs_.size()) {
-        if (!live_in(table, v)) continue;
-        ptrs_.push_back(v);
-      }
-      w[k] = kPointerMark + index;
-    }
+    mark_pointers(w, n, lo, span, misaligned, ptrs_, [&](uint64_t v) { return live_in(table, v); });
   };
   bool by_signature = false;
   size_t at = 0;
@@ -152,8 +133,7 @@ void DeferredScan::scan(const Item& item, const Table& table, std::vector<uint8_
     at += padded;
   }
   if (at != words_.size()) return;
-  const size_t bytes = words_.size() * sizeof(uint64_t);
-  const uint64_t hash = bytes <= 240 ? XXH3_64bits(words_.data(), bytes) : wide::xxh3_64(words_.data(), bytes);
+  const uint64_t hash = ArgsHash::of(words_.data(), words_.size());
   h.nptrs = uint32_t(ptrs_.size());
   h.flags = (h.flags & trace::kKernelPrecise) | trace::kKernelArgsScanned | trace::kKernelArgsHash2 |
             (by_signature ? uint32_t(trace::kKernelArgsBySignature) : 0u) |
