@@ -93,6 +93,7 @@ void DeferredScan::resolve(std::vector<Item>& items, std::vector<uint8_t>& out, 
     while (pending_at_ < pending_.size() && pending_[pending_at_].version <= upto) apply(pending_[pending_at_++]);
     if ((!took || cut_off) && version > version_) ++inexact_;  // its changes may not be in the log
     scan(items[i], table_at(version), out, items[i]);
+    if (items[i].out_size == 0) ++unfinished_;  // not what a launching thread writes: never silently gone
   }
   while (pending_at_ < pending_.size()) apply(pending_[pending_at_++]);
   pending_.clear();
@@ -162,13 +163,21 @@ void DeferredScan::scan(const Item& item, const Table& table, std::vector<uint8_
 }
 
 std::string DeferredScan::take_notice() {
-  if (inexact_ == inexact_reported_) return {};
-  const uint64_t n = inexact_ - inexact_reported_;
-  inexact_reported_ = inexact_;
-  return std::to_string(n) +
-         " kernel launches' arguments were scanned against the allocation table of a later moment than "
-         "theirs (their changes were no longer kept): a pointer into memory allocated or freed just "
-         "then may be missing or extra";
+  std::string notice;
+  if (inexact_ != inexact_reported_) {
+    notice = std::to_string(inexact_ - inexact_reported_) +
+             " kernel launches' arguments were scanned against the allocation table of a later moment than "
+             "theirs (their changes were no longer kept): a pointer into memory allocated or freed just "
+             "then may be missing or extra";
+    inexact_reported_ = inexact_;
+  }
+  if (unfinished_ != unfinished_reported_) {
+    if (!notice.empty()) notice += "; ";
+    notice += std::to_string(unfinished_ - unfinished_reported_) +
+              " kernel launches dropped: their deferred argument scan could not be read (please report this)";
+    unfinished_reported_ = unfinished_;
+  }
+  return notice;
 }
 
 }  // namespace streamrace::tracer

@@ -90,6 +90,7 @@ class DeferredScan : public DeferredResolver {
   uint64_t rebuilt_version_ = 0;
   bool rebuilt_valid_ = false;
   uint64_t resolved_ = 0, rebuilt_ = 0, inexact_ = 0, inexact_reported_ = 0;
+  uint64_t unfinished_ = 0, unfinished_reported_ = 0;  // deferred records that did not read
   std::vector<uint64_t> words_, ptrs_;
   std::vector<uint32_t> order_;
 };

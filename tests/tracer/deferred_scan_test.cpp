@@ -163,7 +163,7 @@ TEST(DeferredScan, LaunchesBeforeTheLogOrAfterItWasSupersededAreCountedInexact) 
 }
 
 // A record that is not what a launching thread writes (a count that disagrees with its size)
-// becomes nothing, not a launch with made-up pointers.
+// becomes nothing, not a launch with made-up pointers, and the trace says a launch was dropped.
 TEST(DeferredScan, AMalformedDeferredRecordBecomesNoLaunch) {
   AllocationTable table;
   DeferredScan scan(table.start_change_log());
@@ -174,6 +174,8 @@ TEST(DeferredScan, AMalformedDeferredRecordBecomesNoLaunch) {
   scan.resolve(items, out, false);
   EXPECT_EQ(items[0].out_size, 0u);
   EXPECT_EQ(scan.resolved(), 0u);
+  EXPECT_EQ(scan.take_notice(),
+            "1 kernel launches dropped: their deferred argument scan could not be read (please report this)");
 }
 
 // Without a scanner, a deferred record is dropped, and the trace says how many were.
