@@ -161,6 +161,8 @@ void CudaCallHandler::on_call(const ApiCall& c) {
   const std::vector<CallEntry>& calls = c.domain == ApiDomain::kRuntime ? runtime_calls_ : driver_calls_;
   const CallSpec* spec = c.cbid < calls.size() ? calls[c.cbid].spec : nullptr;
   if (spec == nullptr) return;
+  if (bench_cut_ != 0 && bench_cut_ <= 2 && spec->kind == CallKind::kKernelLaunch) [[unlikely]]
+    return;
   try {
     if (host_) {
       // Accesses caught since the last call reach the trace before this call's record.
@@ -933,8 +935,12 @@ bool CudaCallHandler::deferred_kernel(const CudaCall& call, const Emission& e, u
     h.block[i] = call.block[i];
   }
   h.flags = precise ? uint32_t(trace::kKernelPrecise) : 0u;
+  if (bench_cut_ == 3) [[unlikely]]
+    return true;
   GilScope python_stack_matters(ts);
   const uint32_t stack = capture_stack(ts);
+  if (bench_cut_ == 4) [[unlikely]]
+    return true;
   rec_->add_deferred_kernel(ts, h, e.api, stack, tail);
   return true;
 }

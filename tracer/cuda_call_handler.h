@@ -93,6 +93,10 @@ class CudaCallHandler {
   // launch, as before (the launch memo applies only then). Records are the same either way.
   void set_deferred_scan(bool on);
   bool deferred_scan() const { return defer_; }
+  // Setting bench_cut (benchmarks only): where a kernel launch's callback stops (0: nowhere;
+  // 1 at CUPTI's callback, 2 after the call's lookup, 3 before the stack, 4 before the record).
+  void set_bench_cut(int cut) { bench_cut_ = uint8_t(cut); }
+  int bench_cut() const { return bench_cut_; }
   // The flusher's half (for tests: its counts).
   const DeferredScan* deferred_scanner() const { return deferred_.get(); }
   // Setting launch_corpus (a benchmark's): every scanned launch is also written there
@@ -188,6 +192,7 @@ class CudaCallHandler {
   bool kernel_signatures_ = true;
   LaunchCorpus* corpus_ = nullptr;
   bool defer_ = false;
+  uint8_t bench_cut_ = 0;
   std::shared_ptr<DeferredScan> deferred_;  // registered with rec_ (which keeps it alive too)
   std::atomic<bool> scanner_wanted_{false};  // set_recorder: the next deferring launch makes one
   // Per callback id of each domain: the call's row (null: not one the tracer records) and

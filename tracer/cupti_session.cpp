@@ -38,6 +38,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     return;
   }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  if (h->bench_cut() == 1) [[unlikely]]  // setting bench_cut: every CUDA callback stops here
+    return;
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   // A driver call is recorded at its exit: its enter matters only to the host-access tracker.
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cb->callbackSite == CUPTI_API_ENTER && !h->wants_driver_enters()) return;

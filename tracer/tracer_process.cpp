@@ -230,6 +230,14 @@ void TracerProcess::create_core_locked() {
   handler->set_kernel_signatures(tracer_setting("kernel_signatures").value_or("1") != "0");
   handler->set_launch_memo(tracer_setting("launch_memo").value_or("1") != "0");
   handler->set_deferred_scan(tracer_setting("defer_scan").value_or("1") != "0");
+  if (auto cut = tracer_setting("bench_cut"); cut && *cut != "0") {  // a benchmark's
+    const int c = std::atoi(cut->c_str());
+    handler->set_bench_cut(c >= 1 && c <= 4 ? c : 0);
+    if (c >= 1 && c <= 4)
+      recorder_->add_notice(trace::NoticeLevel::kWarning,
+                            "setting bench_cut " + *cut + ": kernel launches stop early and are missing from this trace "
+                            "(a benchmark's setting, not for tracing)");
+  }
   if (auto spec = tracer_setting("launch_corpus")) {  // a benchmark's (tracer/launch_corpus.h)
     std::string why;
     if (auto corpus = LaunchCorpus::open(*spec, &why)) {

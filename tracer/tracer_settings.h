@@ -68,6 +68,10 @@ inline constexpr TracerSetting kTracerSettings[] = {
     {"self_time", "STREAMRACE_SELF_TIME", "0|1", "0",
      "print on stderr at exit (and keep as a notice) the time spent in the tracer's own code, by part: CUDA "
      "callbacks, NCCL calls, allocator events, Python and native stacks (for overhead measurements)"},
+    {"bench_cut", "STREAMRACE_BENCH_CUT", "0|1|2|3|4", "0",
+     "benchmarks, not tracing: a kernel launch's callback stops early (1 at CUPTI's callback, 2 after the call's "
+     "lookup, 3 before the stack, 4 before the record; 3 and 4 with defer_scan 1), so that overhead can be "
+     "taken apart on the GPU machine; launches are then missing from the trace"},
     {"disable", "STREAMRACE_DISABLE", "0|1", "0", "1: the library does nothing"},
     {"precise", "STREAMRACE_PRECISE", "all|regex:RE|names:FILE", "(off)",
      "precise mode: the Compute Sanitizer API instead of CUPTI, for these kernels"},
