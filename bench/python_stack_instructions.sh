@@ -10,6 +10,7 @@
 #   bench/python_stack_instructions.sh [BUILD_DIR] [LIB]   env: N (2000), DEPTH (20), GIL (held|released)
 #
 # LIB defaults to BUILD_DIR/lib/libstreamrace.so (another build's library compares the two).
+# KEEP=DIR keeps the callgrind files there (callgrind_annotate --auto=yes shows the lines).
 set -euo pipefail
 build=${1:-build}
 lib=$(realpath "${2:-$build/lib/libstreamrace.so}")
@@ -18,8 +19,8 @@ N=${N:-2000} DEPTH=${DEPTH:-20} GIL=${GIL:-held}
 command -v valgrind >/dev/null || { echo "python_stack_instructions: valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
 py=$(python3 -c 'import sys; print(sys.executable)')  # the interpreter itself, not a shim script
 loop="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/python_stack_loop.py"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+tmp=${KEEP:-$(mktemp -d)}; mkdir -p "$tmp"
+[[ -n "${KEEP:-}" ]] || trap 'rm -rf "$tmp"' EXIT
 total() { callgrind_annotate "$1" | awk '/PROGRAM TOTALS/ {gsub(",", ""); print $1}'; }
 for n in "$N" "$((2 * N))"; do
   mkdir -p "$tmp/t$n"

@@ -158,12 +158,21 @@ trace::MemKind CudaCallHandler::mem_kind(uint64_t ptr) {
 void CudaCallHandler::on_call(const ApiCall& c) {
   TracerThreadState& ts = thread_state();  // once per callback, passed on
   if (ts.internal > 0) return;
-  const std::vector<CallEntry>& calls = c.domain == ApiDomain::kRuntime ? runtime_calls_ : driver_calls_;
-  const CallSpec* spec = c.cbid < calls.size() ? calls[c.cbid].spec : nullptr;
+  std::vector<CallEntry>& calls = c.domain == ApiDomain::kRuntime ? runtime_calls_ : driver_calls_;
+  if (c.cbid >= calls.size()) return;
+  CallEntry& entry = calls[c.cbid];
+  const CallSpec* spec = entry.spec;
   if (spec == nullptr) return;
   if (bench_cut_ != 0 && bench_cut_ <= 2 && spec->kind == CallKind::kKernelLaunch) [[unlikely]]
     return;
   try {
+    // The lean path: a driver launch's exit outside any runtime or NCCL call, its scan deferred
+    // (most of a traced program's calls). It writes the record on_driver, emit and kernel would,
+    // without their CudaCall; what it does not take goes on to them.
+    if (spec->launch != nullptr && !c.enter && c.result == 0 && (ts.runtime_depth | ts.nccl_depth) == 0 &&
+        lean_launches_ && defer_ && host_ == nullptr && !self_time::enabled()) {
+      if (lean_launch(ts, c, *spec, entry)) return;
+    }
     if (host_) {
       // Accesses caught since the last call reach the trace before this call's record.
       if (host_->has_pending()) host_->drain();
@@ -225,6 +234,18 @@ void CudaCallHandler::on_runtime(TracerThreadState& ts, const ApiCall& c, const 
   e.result = c.result;
   e.symbol = c.symbol_name;
   emit(extract(spec, c.params), e);
+}
+
+bool CudaCallHandler::lean_launch(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec, CallEntry& entry) {
+  LaunchArgs a;
+  spec.launch(c.params, a);
+  // on_driver's emission of a driver call outside a runtime call, and emit's stream and device.
+  const uint32_t device = c.context != 0 && c.context == ts.last_context ? ts.last_device : device_of(ts, c.context);
+  const uint64_t stream = a.stream > 2 ? a.stream : normalize_stream(a.stream, spec.per_thread_default, device);
+  uint32_t api = entry.api.load(std::memory_order_relaxed);
+  if (api == 0) [[unlikely]]
+    api = api_id(ApiDomain::kDriver, c.cbid);
+  return deferred_launch(ts, a, c.symbol_name, api, c.correlation, stream, device);
 }
 
 // A driver call: recorded at exit, unless it is part of a runtime call or of an NCCL call.
@@ -764,31 +785,31 @@ namespace {
 // its facts from the map, or from the driver and the name table, into the front. Out of line
 // and cold: rarely run, kept apart from the launch path's code.
 __attribute__((noinline, cold)) void fill_facts(CudaCallHandler& handler, bool kernel_signatures,
-                                                LaunchScratch& scratch, FrontFacts& front, const CudaCall& call,
-                                                const char* name, uint64_t recorder) {
+                                                LaunchScratch& scratch, FrontFacts& front, uint64_t func,
+                                                bool library_kernel, const char* name, uint64_t recorder) {
   CudaQueries& queries = handler.queries();
   auto& functions = scratch.functions;
-  auto it = functions.find(call.func);
+  auto it = functions.find(func);
   FunctionFacts* full;
   if (it != functions.end() && it->second.recorder == recorder) {
     full = &it->second;
   } else {
     if (functions.size() >= kFunctionCacheLimit) scratch.forget();
-    full = &functions[call.func];
+    full = &functions[func];
     full->recorder = recorder;
     if (name == nullptr) {  // graph kernel nodes: the callback names no symbol
       InternalCallGuard guard;
-      name = queries.function_name(call.func, call.library_kernel);
+      name = queries.function_name(func, library_kernel);
     }
-    full->name_id = handler.kernel_name_id(call.func, name);
+    full->name_id = handler.kernel_name_id(func, name);
     full->signature = kernel_signatures && name != nullptr ? signature_for(name) : nullptr;
     full->pointer_misalignment = kernel_signatures && name != nullptr ? pointer_alignment(name) - 1 : 0;
     {
       InternalCallGuard guard;
-      full->have_layout = queries.param_layout(call.func, call.library_kernel, full->layout);
+      full->have_layout = queries.param_layout(func, library_kernel, full->layout);
     }
   }
-  front.func = call.func;
+  front.func = func;
   front.recorder = recorder;
   front.signature = full->signature;
   front.pointer_misalignment = uint8_t(std::min<uint64_t>(full->pointer_misalignment, 255));
@@ -816,9 +837,12 @@ __attribute__((noinline, cold)) void fill_facts(CudaCallHandler& handler, bool k
 
 namespace {
 // A parameter's bytes: at its layout offset in a packed buffer, else behind its own pointer.
+inline const uint8_t* parameter_bytes(void* const* args, const void* packed, std::span<const ParamSlot> layout,
+                                      size_t i) {
+  return packed ? static_cast<const uint8_t*>(packed) + layout[i].offset : static_cast<const uint8_t*>(args[i]);
+}
 inline const uint8_t* parameter_bytes(const CudaCall& call, std::span<const ParamSlot> layout, size_t i) {
-  return call.packed ? static_cast<const uint8_t*>(call.packed) + layout[i].offset
-                     : static_cast<const uint8_t*>(call.args[i]);
+  return parameter_bytes(call.args, call.packed, layout, i);
 }
 
 // A parameter's bytes copied into words at `out` as the scan hashes them (the leftover bytes
@@ -841,7 +865,8 @@ inline __attribute__((always_inline)) void copy_words(uint64_t* out, const uint8
 // A deferred launch's tail (DeferredLaunchTail, then each parameter's size and its bytes in
 // words as the scan copies them, then the cuBLAS call's ranges) in the thread's raw words;
 // empty when a parameter has no bytes or they do not fit (the launch is then scanned here).
-inline __attribute__((always_inline)) std::span<const uint64_t> deferred_words(const CudaCall& call, const FrontFacts& facts,
+inline __attribute__((always_inline)) std::span<const uint64_t> deferred_words(void* const* args, const void* packed,
+                                                                               const FrontFacts& facts,
                                                                                LaunchScratch& scratch,
                                                                                const TracerThreadState& ts,
                                                                                uint64_t version) {
@@ -853,7 +878,7 @@ inline __attribute__((always_inline)) std::span<const uint64_t> deferred_words(c
   const size_t limit = LaunchScratch::kRawWords - size_t(blas) * 3;
   size_t n = kDeferredTailWords;
   for (size_t i = 0; i < layout.size(); ++i) {
-    const uint8_t* base = parameter_bytes(call, layout, i);
+    const uint8_t* base = parameter_bytes(args, packed, layout, i);
     const uint32_t size = layout[i].size;
     const size_t padded = (size_t(size) + 7) / 8;
     if (base == nullptr || n + 1 + padded > limit) [[unlikely]]
@@ -899,40 +924,52 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
 // arguments, a graph's kernel node, the launch corpus on, a parameter without bytes) is left
 // untouched to timed_kernel, which scans it.
 bool CudaCallHandler::deferred_kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
-  if (call.kind != CallKind::kKernelLaunch || call.func == 0 || (call.args == nullptr && call.packed == nullptr) ||
-      corpus_ != nullptr)
-    return false;
+  if (call.kind != CallKind::kKernelLaunch) return false;
+  LaunchArgs a;
+  a.func = call.func;
+  a.library_kernel = call.library_kernel;
+  for (int i = 0; i < 3; ++i) {
+    a.grid[i] = call.grid[i];
+    a.block[i] = call.block[i];
+  }
+  a.args = call.args;
+  a.packed = call.packed;
+  return deferred_launch(e.ts != nullptr ? *e.ts : thread_state(), a, e.symbol, e.api, e.correlation, stream, device);
+}
+
+bool CudaCallHandler::deferred_launch(TracerThreadState& ts, const LaunchArgs& a, const char* symbol, uint32_t api,
+                                      uint64_t correlation, uint64_t stream, uint32_t device) {
+  if (a.func == 0 || (a.args == nullptr && a.packed == nullptr) || corpus_ != nullptr) return false;
   if (!rec_->has_deferred_resolver()) [[unlikely]] {
     // After set_recorder: the first launch makes the new recorder's scanner (one thread does).
     if (!scanner_wanted_.load(std::memory_order_acquire) || !scanner_wanted_.exchange(false)) return false;
     start_scanner();
   }
-  TracerThreadState& ts = e.ts != nullptr ? *e.ts : thread_state();
   LaunchScratch& scratch = launch_scratch(ts);
   if (const uint64_t g = functions_generation_.load(std::memory_order_relaxed); scratch.generation != g) [[unlikely]] {
     scratch.forget();
     scratch.generation = g;
   }
-  const char* name = ts.launch_function != nullptr ? ts.launch_function : e.symbol;
-  FrontFacts& facts = scratch.front_for(call.func);
+  const char* name = ts.launch_function != nullptr ? ts.launch_function : symbol;
+  FrontFacts& facts = scratch.front_for(a.func);
   const uint64_t recorder = rec_->uid();
-  if (facts.func != call.func || facts.recorder != recorder) [[unlikely]]
-    fill_facts(*this, kernel_signatures_, scratch, facts, call, name, recorder);
+  if (facts.func != a.func || facts.recorder != recorder) [[unlikely]]
+    fill_facts(*this, kernel_signatures_, scratch, facts, a.func, a.library_kernel, name, recorder);
   if (!facts.have_layout) return false;
-  const std::span<const uint64_t> tail = deferred_words(call, facts, scratch, ts, allocs_.version());
+  const std::span<const uint64_t> tail = deferred_words(a.args, a.packed, facts, scratch, ts, allocs_.version());
   if (tail.empty()) [[unlikely]]
     return false;
   trace::KernelLaunchHead h{};
-  const bool precise = ts.precise_correlation != 0 && ts.precise_correlation == e.correlation;
+  const bool precise = ts.precise_correlation != 0 && ts.precise_correlation == correlation;
   ts.precise_correlation = 0;
   ts.launch_function = nullptr;
   h.stream = stream;
-  h.correlation = e.correlation;
+  h.correlation = correlation;
   h.device = device;
   h.name_id = facts.name_id;
   for (int i = 0; i < 3; ++i) {
-    h.grid[i] = call.grid[i];
-    h.block[i] = call.block[i];
+    h.grid[i] = a.grid[i];
+    h.block[i] = a.block[i];
   }
   h.flags = precise ? uint32_t(trace::kKernelPrecise) : 0u;
   if (bench_cut_ == 3) [[unlikely]]
@@ -941,7 +978,7 @@ bool CudaCallHandler::deferred_kernel(const CudaCall& call, const Emission& e, u
   const uint32_t stack = capture_stack(ts);
   if (bench_cut_ == 4) [[unlikely]]
     return true;
-  rec_->add_deferred_kernel(ts, h, e.api, stack, tail);
+  rec_->add_deferred_kernel(ts, h, api, stack, tail);
   return true;
 }
 
@@ -1008,7 +1045,7 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
     FrontFacts& front = scratch.front_for(call.func);
     const uint64_t recorder = rec_->uid();
     if (front.func != call.func || front.recorder != recorder) [[unlikely]]
-      fill_facts(*this, kernel_signatures_, scratch, front, call, name, recorder);
+      fill_facts(*this, kernel_signatures_, scratch, front, call.func, call.library_kernel, name, recorder);
     facts = &front;
     scratch_of_facts = &scratch;
   }
@@ -1022,7 +1059,7 @@ void CudaCallHandler::timed_kernel_head(const CudaCall& call, const Emission& e,
   // copies them, for the flusher to scan; the record's pointers and hash come from there.
   if (deferred != nullptr && facts != nullptr && facts->have_layout && launch && corpus_ == nullptr &&
       (call.args != nullptr || call.packed != nullptr) && rec_->has_deferred_resolver()) {
-    *deferred = deferred_words(call, *facts, *scratch_of_facts, ts, allocs_.version());
+    *deferred = deferred_words(call.args, call.packed, *facts, *scratch_of_facts, ts, allocs_.version());
     if (!deferred->empty()) [[likely]] {
       h.nptrs = 0;
       h.flags = precise ? uint32_t(trace::kKernelPrecise) : 0u;

@@ -96,6 +96,9 @@ class CudaCallHandler {
   // Setting bench_cut (benchmarks only): where a kernel launch's callback stops (0: nowhere;
   // 1 at CUPTI's callback, 2 after the call's lookup, 3 before the stack, 4 before the record).
   void set_bench_cut(int cut) { bench_cut_ = uint8_t(cut); }
+  // Driver launches outside runtime and NCCL calls take the lean path (on by default; tests
+  // turn it off to compare its records with the general path's).
+  void set_lean_launches(bool on) { lean_launches_ = on; }
   int bench_cut() const { return bench_cut_; }
   // The flusher's half (for tests: its counts).
   const DeferredScan* deferred_scanner() const { return deferred_.get(); }
@@ -155,8 +158,14 @@ class CudaCallHandler {
   void kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
   // A scanner for rec_, with a change log of its own, registered with it.
   void start_scanner();
-  // The launch path of a deferred scan (false: not taken, nothing done).
+  // The launch path of a deferred scan (false: not taken, nothing done): deferred_kernel from
+  // a CudaCall, lean_launch straight from a driver launch's parameters (on_call), both through
+  // deferred_launch.
   bool deferred_kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
+  struct CallEntry;
+  bool lean_launch(TracerThreadState& ts, const ApiCall& c, const CallSpec& spec, CallEntry& entry);
+  bool deferred_launch(TracerThreadState& ts, const LaunchArgs& a, const char* symbol, uint32_t api,
+                       uint64_t correlation, uint64_t stream, uint32_t device);
   // kTimed: with self-timing on (setting self_time); the untimed one has no timer code at all.
   template <bool kTimed>
   void timed_kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device);
@@ -193,6 +202,7 @@ class CudaCallHandler {
   LaunchCorpus* corpus_ = nullptr;
   bool defer_ = false;
   uint8_t bench_cut_ = 0;
+  bool lean_launches_ = true;
   std::shared_ptr<DeferredScan> deferred_;  // registered with rec_ (which keeps it alive too)
   std::atomic<bool> scanner_wanted_{false};  // set_recorder: the next deferring launch makes one
   // Per callback id of each domain: the call's row (null: not one the tracer records) and

@@ -340,26 +340,53 @@ const void* packed_arguments(void* const* kernel_params, void** extra) {
   return nullptr;
 }
 
+// A driver launch's arguments, CudaCall's launch fields from them.
+void to_call(const LaunchArgs& a, CudaCall& c) {
+  c.func = a.func;
+  c.library_kernel = a.library_kernel;
+  std::copy(a.grid, a.grid + 3, c.grid);
+  std::copy(a.block, a.block + 3, c.block);
+  c.args = a.args;
+  c.packed = a.packed;
+  set_stream(c, a.stream);
+}
+
 // cuLaunchKernel and cuLaunchCooperativeKernel (the same without `extra`).
 template <typename P>
-void driver_launch(const void* raw, CudaCall& c) {
+void driver_launch_args(const void* raw, LaunchArgs& a) {
   const P& p = as<P>(raw);
-  c.func = H(p.f);
-  dims(c, p.gridDimX, p.gridDimY, p.gridDimZ, p.blockDimX, p.blockDimY, p.blockDimZ);
-  c.args = p.kernelParams;
-  if constexpr (requires { p.extra; }) c.packed = packed_arguments(p.kernelParams, p.extra);
-  set_stream(c, H(p.hStream));
+  a.func = H(p.f);
+  a.grid[0] = p.gridDimX, a.grid[1] = p.gridDimY, a.grid[2] = p.gridDimZ;
+  a.block[0] = p.blockDimX, a.block[1] = p.blockDimY, a.block[2] = p.blockDimZ;
+  a.args = p.kernelParams;
+  if constexpr (requires { p.extra; }) a.packed = packed_arguments(p.kernelParams, p.extra);
+  a.stream = H(p.hStream);
+}
+
+template <typename P>
+void driver_launch(const void* raw, CudaCall& c) {
+  LaunchArgs a;
+  driver_launch_args<P>(raw, a);
+  to_call(a, c);
+}
+
+template <typename P>
+void driver_launch_ex_args(const void* raw, LaunchArgs& a) {
+  const P& p = as<P>(raw);
+  const CUlaunchConfig& cfg = *p.config;
+  a.func = H(p.f);
+  a.grid[0] = cfg.gridDimX, a.grid[1] = cfg.gridDimY, a.grid[2] = cfg.gridDimZ;
+  a.block[0] = cfg.blockDimX, a.block[1] = cfg.blockDimY, a.block[2] = cfg.blockDimZ;
+  a.args = p.kernelParams;
+  a.packed = packed_arguments(p.kernelParams, p.extra);
+  a.stream = H(cfg.hStream);
 }
 
 template <typename P>
 void driver_launch_ex(const void* raw, CudaCall& c) {
-  const P& p = as<P>(raw);
-  const CUlaunchConfig& cfg = *p.config;
-  c.func = H(p.f);
-  dims(c, cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ, cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ);
-  c.args = p.kernelParams;
-  c.packed = packed_arguments(p.kernelParams, p.extra);
-  set_stream(c, H(cfg.hStream));
+  LaunchArgs a;
+  driver_launch_ex_args<P>(raw, a);
+  to_call(a, c);
 }
 
 template <typename P>
@@ -866,6 +893,7 @@ constexpr bool kPerThread = true;
 #define SR_RT(ID, NAME, KIND, PT, X) {kRt, CUPTI_RUNTIME_TRACE_CBID_##ID, NAME, K::KIND, PT, X}
 #define SR_DR(ID, NAME, KIND, PT, X) {kDr, CUPTI_DRIVER_TRACE_CBID_##ID, NAME, K::KIND, PT, X}
 #define SR_P(ID) ID##_params
+#define SR_DRL(ID, NAME, PT, X, L) {kDr, CUPTI_DRIVER_TRACE_CBID_##ID, NAME, K::kKernelLaunch, PT, X<SR_P(ID)>, L<SR_P(ID)>}
 
 // clang-format off
 const CallSpec kTable[] = {
@@ -1020,10 +1048,10 @@ const CallSpec kTable[] = {
     SR_RT(cudaProfilerStop_v4000, "cudaProfilerStop", kProfilerStop, kLegacy, nullptr),
 
     // ---- driver: launches
-    SR_DR(cuLaunchKernel, "cuLaunchKernel", kKernelLaunch, kLegacy, driver_launch<SR_P(cuLaunchKernel)>),
-    SR_DR(cuLaunchKernel_ptsz, "cuLaunchKernel", kKernelLaunch, kPerThread, driver_launch<SR_P(cuLaunchKernel_ptsz)>),
-    SR_DR(cuLaunchKernelEx, "cuLaunchKernelEx", kKernelLaunch, kLegacy, driver_launch_ex<SR_P(cuLaunchKernelEx)>),
-    SR_DR(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", kKernelLaunch, kPerThread, driver_launch_ex<SR_P(cuLaunchKernelEx_ptsz)>),
+    SR_DRL(cuLaunchKernel, "cuLaunchKernel", kLegacy, driver_launch, driver_launch_args),
+    SR_DRL(cuLaunchKernel_ptsz, "cuLaunchKernel", kPerThread, driver_launch, driver_launch_args),
+    SR_DRL(cuLaunchKernelEx, "cuLaunchKernelEx", kLegacy, driver_launch_ex, driver_launch_ex_args),
+    SR_DRL(cuLaunchKernelEx_ptsz, "cuLaunchKernelEx", kPerThread, driver_launch_ex, driver_launch_ex_args),
     SR_DR(cuLaunchCooperativeKernel, "cuLaunchCooperativeKernel", kKernelLaunch, kLegacy, driver_launch<SR_P(cuLaunchCooperativeKernel)>),
     SR_DR(cuLaunchCooperativeKernel_ptsz, "cuLaunchCooperativeKernel", kKernelLaunch, kPerThread, driver_launch<SR_P(cuLaunchCooperativeKernel_ptsz)>),
     // ---- driver: memory
@@ -1161,6 +1189,7 @@ const CallSpec kTable[] = {
 // clang-format on
 #undef SR_RT
 #undef SR_DR
+#undef SR_DRL
 #undef SR_P
 
 struct Index {

@@ -101,6 +101,18 @@ struct CudaCall {
   const void* packed = nullptr;
 };
 
+// A driver launch's own arguments (CudaCall's launch fields and its stream), for the call
+// handler's lean path (CudaCallHandler::on_call): filled without a whole CudaCall.
+struct LaunchArgs {
+  uint64_t func = 0;
+  uint64_t stream = 0;
+  uint32_t grid[3] = {0, 0, 0};
+  uint32_t block[3] = {0, 0, 0};
+  void* const* args = nullptr;
+  const void* packed = nullptr;
+  bool library_kernel = false;
+};
+
 struct CallSpec {
   ApiDomain domain;
   uint32_t cbid;           // CUPTI_RUNTIME_TRACE_CBID_* or CUPTI_DRIVER_TRACE_CBID_*
@@ -108,6 +120,9 @@ struct CallSpec {
   CallKind kind;
   bool per_thread_default;  // a _ptsz/_ptds entry point: stream 0 is the per-thread stream
   void (*extract)(const void* params, CudaCall& out);  // null for kScopeOnly and param-less calls
+  // Driver kernel launches (cuLaunchKernel, cuLaunchKernelEx and their _ptsz): their LaunchArgs,
+  // the same fields `extract` gives; null for every other row.
+  void (*launch)(const void* params, LaunchArgs& out) = nullptr;
 };
 
 // Every row, runtime rows first.

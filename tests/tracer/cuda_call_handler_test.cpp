@@ -1148,6 +1148,123 @@ TEST_F(HandlerTest, RuntimeLaunchWithoutDriverCallbackIsStillRecordedUnscanned) 
   EXPECT_EQ(t.str(k.name_id), "spin");
 }
 
+// The lean path (on_call: a driver launch's exit outside runtime and NCCL calls, its scan
+// deferred) writes the records the general path (on_driver, emit, kernel) writes, byte for
+// byte but the clock: cuLaunchKernel on the legacy stream (0 and 1), the per-thread stream (2)
+// and a stream of its own, cuLaunchKernel_ptsz on stream 0, cuLaunchKernelEx with its stream in
+// the config and its arguments packed in `extra`, a launch the Sanitizer API patched, a failed
+// launch, a launch inside an NCCL call, a function with no layout, a second context. Each
+// record's stream and device are checked as well, so a path that got them wrong on both runs
+// fails too.
+TEST_F(HandlerTest, ALeanLaunchGivesTheRecordOfTheGeneralPath) {
+  const uint64_t a = 0x7000'0000;
+  queries_.layouts[0xE1] = {{0, 8}, {8, 4}};
+  queries_.layouts[0xE2] = {{0, 8}, {8, 8}};
+  queries_.layouts[0xE3] = {{0, 8}, {8, 4}};
+  auto run = [&](bool lean) {
+    RecorderOptions o;
+    o.path = (dir_ / (lean ? "lean.srace" : "general.srace")).string();
+    o.background_flusher = false;
+    AllocationTable table;
+    TraceRecorder rec(o);
+    CudaCallHandler h(rec, table, queries_, nullptr);
+    h.set_lean_launches(lean);
+    auto call = [&](ApiDomain d, uint32_t cbid, const void* params, uint32_t corr, const char* symbol, int32_t result,
+                    uint64_t context) {
+      h.on_call(ApiCall{d, true, cbid, symbol, params, 0, corr, context});
+      h.on_call(ApiCall{d, false, cbid, symbol, params, result, corr, context});
+    };
+    thread_state() = TracerThreadState{};
+    void* p = as_ptr<void>(a);
+    cudaMalloc_v3020_params m{&p, 1 << 20};
+    call(ApiDomain::kRuntime, CUPTI_RUNTIME_TRACE_CBID_cudaMalloc_v3020, &m, 1, nullptr, 0, 0x100);
+    uint64_t p0 = a + 0x40;
+    int n = 9;
+    void* args[] = {&p0, &n};
+    uint32_t corr = 200;
+    auto launch = [&](uint32_t cbid, uint64_t func, uint64_t stream, int32_t result = 0, uint64_t context = 0x100) {
+      cuLaunchKernel_params dp{as_ptr<CUfunc_st>(func), 3, 2, 1, 64, 2, 1, 0, as_ptr<CUstream_st>(stream), args, nullptr};
+      call(ApiDomain::kDriver, cbid, &dp, corr++, "_Z4leanPfi", result, context);
+    };
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0xE1, 0);
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0xE1, 1);
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0xE1, 2);
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0xE1, 0x5551);
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz, 0xE1, 0);
+    queries_.device = 3;
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0xE1, 0, 0, 0x200);  // another context: device 3
+    queries_.device = 1;
+    // cuLaunchKernelEx: its stream and shape in the config, its arguments packed in `extra`.
+    struct {
+      uint64_t ptr;
+      uint64_t words;
+    } packed{a + 0x80, 0x1234};
+    size_t size = sizeof packed;
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = 5, cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = 256, cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = as_ptr<CUstream_st>(0x6661);
+    cuLaunchKernelEx_params ex{&cfg, as_ptr<CUfunc_st>(0xE2), nullptr, extra};
+    call(ApiDomain::kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx, &ex, corr++, "_Z2exPfm", 0, 0x100);
+    cfg.hStream = nullptr;
+    call(ApiDomain::kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz, &ex, corr++, "_Z2exPfm", 0, 0x100);
+    auto& ts = thread_state();
+    ts.precise_correlation = corr;  // patched: the launch callback's name
+    ts.launch_function = "_Z7patchedPfi";
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0xE3, 0x5551);
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0xE1, 0x5551, 1);  // failed: not recorded
+    ts.nccl_depth = 1;
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0xE1, 0x5551);  // NCCL's own: not recorded
+    ts.nccl_depth = 0;
+    launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0xE9, 0x5551);  // no layout: unscanned
+    rec.close();
+    auto t = read_trace(o.path);
+    auto ks = t.of(RecordKind::kKernelLaunch);
+    std::vector<std::string> names;
+    for (auto& k : ks) {  // the clock differs between runs
+      auto head = k.as<trace::KernelLaunchHead>();
+      names.push_back(t.str(head.name_id));
+      head.call.host_ts_ns = 0;
+      std::memcpy(k.body.data(), &head, sizeof(head));
+    }
+    return std::pair{ks, names};
+  };
+  auto [lean, lean_names] = run(true);
+  auto [general, general_names] = run(false);
+  ASSERT_EQ(lean.size(), 10u);
+  ASSERT_EQ(general.size(), 10u);
+  for (size_t i = 0; i < lean.size(); ++i) EXPECT_EQ(lean[i].body, general[i].body) << "launch " << i;
+  EXPECT_EQ(lean_names, general_names);
+  const uint32_t me = 0;  // the recorder's index of this thread, the only one
+  const std::vector<std::tuple<uint64_t, uint32_t, uint32_t, uint32_t>> expected = {
+      // stream, device, correlation, pointers
+      {trace::legacy_stream(1), 1, 200, 1},
+      {trace::legacy_stream(1), 1, 201, 1},
+      {trace::per_thread_stream(me, 1), 1, 202, 1},
+      {0x5551, 1, 203, 1},
+      {trace::per_thread_stream(me, 1), 1, 204, 1},
+      {trace::legacy_stream(3), 3, 205, 1},
+      {0x6661, 1, 206, 1},
+      {trace::per_thread_stream(me, 1), 1, 207, 1},
+      {0x5551, 1, 208, 1},
+      {0x5551, 1, 211, 0},
+  };
+  for (size_t i = 0; i < lean.size(); ++i) {
+    const auto k = lean[i].as<trace::KernelLaunchHead>();
+    EXPECT_EQ(k.stream, std::get<0>(expected[i])) << "launch " << i;
+    EXPECT_EQ(k.device, std::get<1>(expected[i])) << "launch " << i;
+    EXPECT_EQ(k.correlation, std::get<2>(expected[i])) << "launch " << i;
+    EXPECT_EQ(k.nptrs, std::get<3>(expected[i])) << "launch " << i;
+  }
+  EXPECT_EQ(lean[6].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{a + 0x80}));
+  EXPECT_EQ(lean[6].as<trace::KernelLaunchHead>().grid[0], 5u);
+  EXPECT_EQ(lean[6].as<trace::KernelLaunchHead>().block[0], 256u);
+  EXPECT_EQ(lean[8].as<trace::KernelLaunchHead>().flags & trace::kKernelPrecise, uint32_t(trace::kKernelPrecise));
+  EXPECT_EQ(lean_names[8], "patched(float*, int)");
+  EXPECT_EQ(lean_names[0], "lean(float*, int)");
+}
+
 TEST_F(HandlerTest, NcclInternalLaunchesAreSuppressedButLendTheirCorrelation) {
   thread_state().nccl_depth = 1;
   thread_state().nccl_launch_correlation = 0;
