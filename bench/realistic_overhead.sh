@@ -71,6 +71,17 @@
 #   BASELINE_LIB the libstreamrace.so of baseline and baseline_selftime (skipped without it)
 #   CONFIRM_KERNELS  the --precise regex of confirmwin (default 'CUDAFunctor_add<c10::BFloat16>')
 #   DRY_RUN=1    no GPU: run the tiny CPU variants of the jobs (tests this script's plumbing)
+#   PIN          a CPU list (taskset -c PIN) every run is pinned to, e.g. PIN=2-5: the process, its
+#                threads and the tracer's flusher stay on those CPUs, so that runs of one
+#                configuration differ less by where the scheduler put them (default: not pinned)
+#   PAIR_REF     the configuration the per-round differences are taken against (default
+#                baseline when it ran, else streamrace): for every other configuration of a
+#                job, the difference to PAIR_REF in each round, its median, min–max and the
+#                rounds it was lower in (runs of one round ran back to back, so the machine's
+#                drift between rounds cancels out of the differences)
+#   REPORT_ONLY  a directory holding raw.tsv and machine.txt (the logs/ of an earlier run's
+#                realistic_overhead_logs.tar.gz): runs nothing, writes that run's results again
+#                into OUT with this script's tables
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_HUB_DISABLE_TELEMETRY=1
@@ -107,7 +118,28 @@ done
 note() { echo "$*" | tee -a "$NOTES" >&2; }
 left() { echo $((DEADLINE_AT - $(date +%s))); }
 
+PINCMD=()
+if [[ -n "${PIN:-}" ]]; then
+    taskset -c "$PIN" true 2>/dev/null || { echo "realistic_overhead.sh: PIN=$PIN is not a CPU list taskset can pin to on this machine" >&2; exit 2; }
+    PINCMD=(taskset -c "$PIN")
+fi
+if [[ -n "${REPORT_ONLY:-}" ]]; then
+    for f in raw.tsv machine.txt; do
+        [[ -f "$REPORT_ONLY/$f" ]] || { echo "realistic_overhead.sh: REPORT_ONLY=$REPORT_ONLY has no $f" >&2; exit 2; }
+    done
+    cp "$REPORT_ONLY/raw.tsv" "$RAW"; cp "$REPORT_ONLY/machine.txt" "$W/machine.txt"
+    # The run's own settings (its units), from its machine.txt.
+    for v in STEPS WARMUP OPS REPEATS; do
+        val=$(grep -oE "^settings:.* $v=[0-9]+" "$W/machine.txt" | grep -oE "$v=[0-9]+\$" | cut -d= -f2)
+        [[ -n "$val" ]] && printf -v "$v" '%s' "$val"
+    done
+    note "results written again from $REPORT_ONLY (nothing was run)"
+    JOBS=""
+fi
+
 # ---- the streamrace CLI
+HAVE_SR=0 HAVE_FLOOR=0 FLOOR="" STREAMRACE=${STREAMRACE:-}
+if [[ -z "${REPORT_ONLY:-}" ]]; then  # (a re-report runs nothing)
 if [[ -z "${STREAMRACE:-}" ]]; then
     for c in gpu-carry/bin/streamrace build/bin/streamrace; do [[ -x "$c" ]] && { STREAMRACE="$REPO/$c"; break; }; done
 fi
@@ -136,6 +168,7 @@ if [[ -z "$FLOOR" || ! -f "$FLOOR" ]]; then
     else why="build failed: $(tail -n1 "$W/logs/cupti_floor_build.log" 2>/dev/null)"; fi
     note "no libcupti_floor.so ($why): the floor configurations are skipped"
     HAVE_FLOOR=0
+fi
 fi
 CBID_FILE="$W/floor_cbids.txt"
 if [[ -n "${FLOOR_CBIDS:-}" ]]; then
@@ -169,6 +202,7 @@ if [[ " $JOBS " == *" zero2 "* || " $JOBS " == *" zero2_ab "* ]]; then
 fi
 
 # ---- the machine
+if [[ -z "${REPORT_ONLY:-}" ]]; then  # (a re-report keeps the run's own machine.txt)
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "host: $(hostname) $(uname -r); $(sed -n "s/^PRETTY_NAME=//p" /etc/os-release 2>/dev/null | tr -d "\"")"
@@ -198,10 +232,11 @@ PYEOF
     echo "streamrace: ${STREAMRACE:-none} $(head -n1 "$W/streamrace_version.txt" 2>/dev/null)"
     echo "cupti_floor: ${FLOOR:-none}; floor_cbids: $N_CBIDS callback ids"
     echo "repo: $(git rev-parse --short HEAD 2>/dev/null) $(git status --porcelain 2>/dev/null | grep -qv '^??' && echo '(modified)')"
-    echo "settings: ROUNDS=$ROUNDS STEPS=$STEPS WARMUP=$WARMUP OPS=$OPS REPEATS=$REPEATS DEADLINE_S=$DEADLINE_S RUN_TIMEOUT_S=$RUN_TIMEOUT_S JOBS='$JOBS' DRY_RUN=$DRY_RUN"
+    echo "settings: ROUNDS=$ROUNDS STEPS=$STEPS WARMUP=$WARMUP OPS=$OPS REPEATS=$REPEATS DEADLINE_S=$DEADLINE_S RUN_TIMEOUT_S=$RUN_TIMEOUT_S JOBS='$JOBS' DRY_RUN=$DRY_RUN PIN='${PIN:-}'"
 } > "$W/machine.txt"
+fi
 cat "$W/machine.txt" >&2
-if [[ "$DRY_RUN" != 1 ]] && ! "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+if [[ -n "$JOBS" && "$DRY_RUN" != 1 ]] && ! "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
     note "torch sees no GPU: nothing is measured (DRY_RUN=1 runs the CPU variants)"
     JOBS=""
 fi
@@ -252,29 +287,29 @@ run_one() {  # job cfg round
     local t0 t1 rc
     t0=$(date +%s.%N)
     case $cfg in
-        untraced)      timeout -k 10 "$t" "${cmd[@]}" ;;
-        streamrace)    STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
-        selftime)      STREAMRACE_PYTHON_SITES=2 STREAMRACE_SELF_TIME=1 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        untraced)      timeout -k 10 "$t" "${PINCMD[@]}" "${cmd[@]}" ;;
+        streamrace)    STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        selftime)      STREAMRACE_PYTHON_SITES=2 STREAMRACE_SELF_TIME=1 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         baseline)      STREAMRACE_LIB="$BASELINE_LIB" STREAMRACE_PYTHON_SITES=2 \
-                           timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+                           timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         baseline_selftime) STREAMRACE_LIB="$BASELINE_LIB" STREAMRACE_PYTHON_SITES=2 STREAMRACE_SELF_TIME=1 \
-                           timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
-        oldstacks)     STREAMRACE_PYTHON_SITES=0 STREAMRACE_NATIVE_UNWIND=dwarf timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
-        nostacks)      STREAMRACE_STACKS=none timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
-        noblocks)      STREAMRACE_TORCH_ALLOCATOR=0 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
-        nomemo)        STREAMRACE_LAUNCH_MEMO=0 STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
-        nodefer)       STREAMRACE_DEFER_SCAN=0 STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+                           timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        oldstacks)     STREAMRACE_PYTHON_SITES=0 STREAMRACE_NATIVE_UNWIND=dwarf timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        nostacks)      STREAMRACE_STACKS=none timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        noblocks)      STREAMRACE_TORCH_ALLOCATOR=0 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        nomemo)        STREAMRACE_LAUNCH_MEMO=0 STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        nodefer)       STREAMRACE_DEFER_SCAN=0 STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         nodefer_selftime) STREAMRACE_DEFER_SCAN=0 STREAMRACE_PYTHON_SITES=2 STREAMRACE_SELF_TIME=1 \
-                           timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
-        cut[1-4])      STREAMRACE_BENCH_CUT=${cfg#cut} STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
-        rtlaunch)      STREAMRACE_RUNTIME_LAUNCHES=1 timeout -k 10 "$t" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
-        confirmwin)    STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "$STREAMRACE" run --no-color --precise="$CONFIRM_KERNELS" \
+                           timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        cut[1-4])      STREAMRACE_BENCH_CUT=${cfg#cut} STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        rtlaunch)      STREAMRACE_RUNTIME_LAUNCHES=1 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        confirmwin)    STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color --precise="$CONFIRM_KERNELS" \
                            -o "$tdir" -- "${cmd[@]}" ;;
-        floor_domains) CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=domains timeout -k 10 "$t" "${cmd[@]}" ;;
+        floor_domains) CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=domains timeout -k 10 "$t" "${PINCMD[@]}" "${cmd[@]}" ;;
         floor_cbids)   CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=cbids CUPTI_FLOOR_CBIDS="@$CBID_FILE" \
-                           timeout -k 10 "$t" "${cmd[@]}" ;;
+                           timeout -k 10 "$t" "${PINCMD[@]}" "${cmd[@]}" ;;
         floor_rtcbids) CUDA_INJECTION64_PATH="$FLOOR" CUPTI_FLOOR_MODE=cbids CUPTI_FLOOR_CBIDS="@$CBID_RT_FILE" \
-                           timeout -k 10 "$t" "${cmd[@]}" ;;
+                           timeout -k 10 "$t" "${PINCMD[@]}" "${cmd[@]}" ;;
     esac > "$log" 2>&1
     rc=$?
     t1=$(date +%s.%N)
@@ -450,6 +485,28 @@ for job in jobs:
         md.append(f"| {what[cfg]} | {s['median']:.3f} | {s['min']:.3f}–{s['max']:.3f} | {rel if cfg != 'untraced' else ''} "
                   f"| {add if cfg != 'untraced' else ''} | {tb} | {ok} |")
     md.append("")
+    # Per-round differences against one configuration: a round's runs ran back to back.
+    by_round = {}
+    for r in rows:
+        if r["job"] == job and r["status"] == "ok" and r["value"] is not None:
+            by_round.setdefault(r["config"], {})[r["round"]] = r["value"]
+    ref = os.environ.get("PAIR_REF") or ("baseline" if "baseline" in by_round else "streamrace")
+    others = [c for c in order if c in by_round and c != ref and c != "untraced"]
+    if ref in by_round and others:
+        pair_rows = []
+        for cfg in others:
+            rounds = sorted(set(by_round[cfg]) & set(by_round[ref]))
+            if not rounds:
+                continue
+            d = [by_round[cfg][k] - by_round[ref][k] for k in rounds]
+            lower = sum(1 for x in d if x < 0)
+            pair_rows.append(f"| {what[cfg]} | {statistics.median(d):+.3f} | {min(d):+.3f}–{max(d):+.3f} | {lower} of {len(d)} "
+                             f"| {', '.join(f'{x:+.3f}' for x in d)} |")
+        if pair_rows:
+            md += [f"Per-round differences against {what.get(ref, ref)} (the configuration's value minus the "
+                   f"reference's in the same round; PAIR_REF chooses the reference):", "",
+                   f"| configuration | median difference, {unit} | min–max | lower in | each round |",
+                   "| --- | --- | --- | --- | --- |"] + pair_rows + [""]
 # Where the tracer's own time goes (selftime runs): per part, calls and time per unit of the job.
 self_re = re.compile(r"(cupti|nccl|allocator|python|native|scan|record|facts|lookup|hash) ([0-9]+) calls ([0-9.]+) ms")
 self_rows = {}
