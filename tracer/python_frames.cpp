@@ -66,7 +66,7 @@ inline __attribute__((always_inline)) bool load(const char* base, int offset, T&
 // and C-stack entry frames (3.12), so a key covers more raw frames than the stack keeps.
 constexpr size_t kRawFramesPerFrame = 4;
 constexpr size_t kRawCodesChecked = 256;
-constexpr size_t kRawFramesMax = 256;  // what one walk reads at most (site_key's and the check's)
+static_assert(PythonFrames::kSiteFramesMax == 256);  // what one walk reads at most (the site's and the check's)
 }  // namespace
 
 bool PythonFrames::resolve() {
@@ -106,21 +106,23 @@ const char* PythonFrames::site_key_state() const {
 }
 
 template <bool Safe>
-bool PythonFrames::raw_walk_as(PyObj ts, SiteKey& key, const void** codes, size_t& ncodes, size_t max) {
+bool PythonFrames::raw_walk_as(PyObj ts, uint64_t* words, size_t& n, const void** codes, size_t& ncodes, size_t max) {
   const char* cframe = nullptr;
   const char* frame = nullptr;
+  n = 0;
+  ncodes = 0;
   if (!load<Safe>(static_cast<const char*>(ts), layout_.ts_cframe, cframe) ||
       !load<Safe>(cframe, layout_.cframe_frame, frame))
     return false;
+  size_t k = 0;  // not `n`, which the stores into `words` might alias: kept in a register
   // The walk only stores each frame's code and instruction pointer (and its owner, in the
-  // top byte); XXH3 then hashes them at once. A multiply-xor chain per frame made every frame
+  // top byte); key_of then hashes them at once. A multiply-xor chain per frame made every frame
   // wait ~15 cycles for the last one's multiply: ~4 ns a frame, 30-60 frames a call in a
   // DeepSpeed step. Here a frame costs its loads (the chain of `previous` pointers).
-  uint64_t words[2 * kRawFramesMax];
-  if (max > kRawFramesMax) max = kRawFramesMax;
-  size_t n = 0;
-  ncodes = 0;
-  for (; frame != nullptr && n < max; ++n) {
+  // A chain cut at `max` differs from a longer one that shares its first `max` frames only in
+  // what was not walked: the same words, as before (both are cut at the same frame count).
+  if (max > kSiteFramesMax) max = kSiteFramesMax;
+  for (; frame != nullptr && k < max; ++k) {
     const char* code = nullptr;
     const char* instr = nullptr;
     const char* previous = nullptr;
@@ -128,8 +130,8 @@ bool PythonFrames::raw_walk_as(PyObj ts, SiteKey& key, const void** codes, size_
     if (!load<Safe>(frame, layout_.f_code, code) || !load<Safe>(frame, layout_.f_instr, instr) ||
         !load<Safe>(frame, layout_.f_owner, owner) || !load<Safe>(frame, layout_.f_previous, previous))
       return false;
-    words[2 * n] = reinterpret_cast<uint64_t>(code);
-    words[2 * n + 1] = reinterpret_cast<uint64_t>(instr) ^ (uint64_t(uint8_t(owner)) << 56);
+    words[2 * k] = reinterpret_cast<uint64_t>(code);
+    words[2 * k + 1] = reinterpret_cast<uint64_t>(instr) ^ (uint64_t(uint8_t(owner)) << 56);
     // Only the checking walk (Safe) lists the codes: the key's walk has no list, and no check of
     // one per frame.
     if constexpr (Safe) {
@@ -137,24 +139,8 @@ bool PythonFrames::raw_walk_as(PyObj ts, SiteKey& key, const void** codes, size_
     }
     frame = previous;
   }
-  // A chain cut at `max` differs from a longer one that shares its first `max` frames only in
-  // what was not walked: the same key, as before (both are cut at the same frame count).
-  // The key: XXH3-64 of every word (its AVX2 build where the CPU has it: 30 frames are 480
-  // bytes, and the 128-bit hash's SSE2 loop cost more than the walk), beside the frame count and the
-  // innermost frame's words, mixed. Two stacks share a key only if the 64-bit hashes collide
-  // and the innermost frame and depth agree; a sample of cache hits is checked against the
-  // C API's walk all the same (stack_capture.cpp).
-  const size_t bytes = n * 2 * sizeof(uint64_t);
-  const uint64_t a = wide::xxh3_64(words, bytes);
-  uint64_t inner[2] = {0, 0};
-  if (n != 0) std::memcpy(inner, words, sizeof inner);
-  const uint64_t b = (uint64_t(n) << 48) ^ (inner[0] * 0x9E3779B97F4A7C15ull) ^ (inner[1] * 0xC2B2AE3D27D4EB4Full);
-  key = SiteKey{a, b};
+  n = k;
   return true;
-}
-
-bool PythonFrames::raw_walk(PyObj ts, bool safe, SiteKey& key, const void** codes, size_t& ncodes, size_t max) {
-  return safe ? raw_walk_as<true>(ts, key, codes, ncodes, max) : raw_walk_as<false>(ts, key, codes, ncodes, max);
 }
 
 bool PythonFrames::frames_readable(PyObj ts, bool& held, const TracerThreadState& tracer_ts) {
@@ -166,21 +152,23 @@ bool PythonFrames::frames_readable(PyObj ts, bool& held, const TracerThreadState
          !(is_finalizing_ != nullptr && is_finalizing_());
 }
 
-bool PythonFrames::site_key(SiteKey& key, TracerThreadState& tracer_ts) {
+bool PythonFrames::site_words(uint64_t* words, size_t& n, TracerThreadState& tracer_ts) {
+  n = 0;
   if (raw_state_.load(std::memory_order_relaxed) != kRawOn || !available() || !is_initialized_()) return false;
   PyObj ts = this_thread_state_();
   bool held = false;
   if (ts == nullptr || !frames_readable(ts, held, tracer_ts)) return false;
   size_t ncodes = 0;
-  return raw_walk(ts, false, key, nullptr, ncodes, kRawFramesPerFrame * 64);
+  return raw_walk_as<false>(ts, words, n, nullptr, ncodes, kRawFramesPerFrame * 64);
 }
 
 void PythonFrames::check_raw_layout(PyObj ts, const void* const* api_codes, size_t napi, bool truncated) {
   if (raw_state_.load(std::memory_order_relaxed) != kRawChecking || napi == 0) return;
   const void* raw[kRawCodesChecked];
   size_t nraw = 0;
-  SiteKey key;
-  bool ok = raw_walk(ts, true, key, raw, nraw, kRawCodesChecked);
+  uint64_t words[kSiteWordsMax];
+  size_t nwords = 0;
+  bool ok = raw_walk_as<true>(ts, words, nwords, raw, nraw, kRawCodesChecked);
   // The API's code objects must be the raw chain's, in order (the raw chain may hold more:
   // frames not yet started, entry frames); the innermost complete frame comes first in both.
   size_t j = 0;

@@ -7,7 +7,7 @@
 // of each (code object, instruction offset) it saw: computing a line walks the code's line
 // table, and a training step makes the same calls from the same lines thousands of times.
 //
-// Call sites (site_key): on CPython versions whose frame layout is known (3.11 and 3.12), the
+// Call sites (site_words, key_of): on CPython versions whose frame layout is known (3.11 and 3.12), the
 // calling thread's interpreter frames are read directly, without the C API and without the
 // GIL, and hashed into a key of the call site; StackCapture then reuses the stack it interned
 // the first time it saw that key, so a repeated call costs a pointer walk, not a C-API walk
@@ -28,6 +28,7 @@
 #include "traceformat/records.h"
 #include "tracer/string_table.h"
 #include "tracer/thread_state.h"
+#include "tracer/wide_words.h"
 
 namespace streamrace::tracer {
 
@@ -63,11 +64,27 @@ class PythonFrames {
     uint64_t a = 0, b = 0;
     bool operator==(const SiteKey&) const = default;
   };
-  // False when no key can be made: the fast path is not (yet) trusted or not known for this
-  // Python, or capture() would give no frames (no thread state, the GIL neither held nor
-  // allowed to be taken back).
-  bool site_key(SiteKey& key) { return site_key(key, thread_state()); }
-  bool site_key(SiteKey& key, TracerThreadState& ts);
+  // The call site in two steps: its words (each raw frame's code object, and its instruction
+  // pointer with its owner in the top byte; innermost first, `n` frames, at most
+  // kSiteFramesMax; `words` holds kSiteWordsMax), then their key. A caller that compares words
+  // first (StackCapture, with the site of the thread's last call) hashes only when they
+  // differ. site_words is false when no site can be read: the fast path is not (yet) trusted or
+  // not known for this Python, or capture() would give no frames (no thread state, the GIL
+  // neither held nor allowed to be taken back).
+  static constexpr size_t kSiteFramesMax = 256;
+  static constexpr size_t kSiteWordsMax = 2 * kSiteFramesMax;
+  bool site_words(uint64_t* words, size_t& n, TracerThreadState& ts);
+  static SiteKey key_of(const uint64_t* words, size_t n) {
+    // The key: XXH3-64 of every word (its AVX2 build where the CPU has it: 30 frames are 480
+    // bytes, and the 128-bit hash's SSE2 loop cost more than the walk), beside the frame count
+    // and the innermost frame's words, mixed. Two stacks share a key only if the 64-bit hashes
+    // collide and the innermost frame and depth agree; a sample of cache hits is checked
+    // against the C API's walk all the same (stack_capture.cpp).
+    const uint64_t a = wide::xxh3_64(words, n * 2 * sizeof(uint64_t));
+    const uint64_t w0 = n != 0 ? words[0] : 0, w1 = n != 0 ? words[1] : 0;
+    const uint64_t b = (uint64_t(n) << 48) ^ (w0 * 0x9E3779B97F4A7C15ull) ^ (w1 * 0xC2B2AE3D27D4EB4Full);
+    return SiteKey{a, b};
+  }
   // A cached stack disagreed with the C API's walk: the fast path goes off for good.
   void site_key_mismatch() { raw_state_.store(kRawOff, std::memory_order_relaxed); }
   // For tests and diagnostics: "off" (unknown Python or turned off), "checking", "on".
@@ -84,12 +101,11 @@ class PythonFrames {
   CodeNames names_of(PyObj code);
   // Whether this thread may read its Python frames now (the checks capture() makes first).
   bool frames_readable(PyObj ts, bool& held, const TracerThreadState& tracer_ts);
-  // Walks the raw frame chain from thread state `ts`; `safe` reads through a system call
-  // that reports a bad address instead of faulting. Fills codes (innermost first, up to
-  // `max`) and the key; false if a read failed or the layout is unknown.
-  bool raw_walk(PyObj ts, bool safe, SiteKey& key, const void** codes, size_t& ncodes, size_t max);
+  // Walks the raw frame chain from thread state `ts` (Safe: reads through a system call that
+  // reports a bad address instead of faulting). Fills `words` (2 a frame, up to `max` frames,
+  // `n` of them) and, when Safe, `codes` (innermost first); false if a read failed.
   template <bool Safe>
-  bool raw_walk_as(PyObj ts, SiteKey& key, const void** codes, size_t& ncodes, size_t max);
+  bool raw_walk_as(PyObj ts, uint64_t* words, size_t& n, const void** codes, size_t& ncodes, size_t max);
   // Compares the API walk's code objects with the raw walk's (called in capture()).
   void check_raw_layout(PyObj ts, const void* const* api_codes, size_t napi, bool truncated);
 

@@ -60,7 +60,7 @@ uint32_t StackCapture::capture(TracerThreadState& ts) {
 }
 
 namespace {
-// The calling thread's stacks by Python call site (PythonFrames::site_key), for one
+// The calling thread's stacks by Python call site (PythonFrames::site_words, key_of), for one
 // StackCapture, reached from the thread's TracerThreadState. In front, a direct-mapped table
 // of the sites seen last (a hit reads one 32-byte slot: the key's first word is XXH3's, well
 // mixed, so its low bits pick the slot); behind it the map of every site, whose entries keep
@@ -90,14 +90,43 @@ struct SiteCache {
   std::unique_ptr<Slot[]> front{new Slot[1u << kFrontBits]};
   std::unordered_map<SiteKey, Entry, Hash> by_site;
   std::unordered_set<uint32_t> stacks_seen;  // stack ids of this thread's misses
+  // The site of this thread's last call: its words (PythonFrames::site_words) and the front
+  // slot that holds it. A call whose words are the same is that site, without its key's hash
+  // and the slot's search (a PyTorch op launches its kernels, and frees its temporaries, from
+  // one Python line; a launch loop repeats one). The walk writes into the buffer that does not
+  // hold the last site's words; a different site becomes the last by turning the buffers
+  // round, with no copy. Only this thread changes its slots: each change below sets `last`
+  // again, and clear() forgets it.
+  Slot* last = nullptr;
+  size_t last_n = 0;
+  uint32_t last_buf = 0;  // words[last_buf] are the last site's
+  uint64_t words[2][PythonFrames::kSiteWordsMax];  // (the cache is on the heap: 8 KiB)
 
   Slot& slot_for(const SiteKey& k) { return front[k.a & ((1u << kFrontBits) - 1)]; }
+  uint64_t* walk_buffer() { return words[last_buf ^ 1]; }
+  // Whether the walk buffer holds the last site. Sites that follow each other differ mostly in
+  // the innermost frame's instruction: those two words are compared first, inline.
+  bool is_last(size_t n) const {
+    if (last == nullptr || n != last_n) return false;
+    if (n == 0) return true;
+    const uint64_t* now = words[last_buf ^ 1];
+    const uint64_t* before = words[last_buf];
+    if (((now[0] ^ before[0]) | (now[1] ^ before[1])) != 0) return false;
+    return std::memcmp(now + 2, before + 2, (n - 1) * 2 * sizeof(uint64_t)) == 0;
+  }
+  // The walk buffer's site (n frames) is now the last, at `slot`.
+  void remember(size_t n, Slot& slot) {
+    last_buf ^= 1;
+    last_n = n;
+    last = &slot;
+  }
   void flush_hits() {
     if (pending_hits != 0 && hits != nullptr) hits->fetch_add(pending_hits, std::memory_order_relaxed);
     pending_hits = 0;
   }
   // Forgets every site (the map's nodes go, so the slots go first).
   void clear() {
+    last = nullptr;
     for (uint32_t i = 0; i < (1u << kFrontBits); ++i) front[i] = Slot{};
     by_site.clear();
     stacks_seen.clear();
@@ -119,8 +148,7 @@ uint32_t StackCapture::capture_python_walk() {
 }
 
 uint32_t StackCapture::capture_python(TracerThreadState& ts) {
-  PythonFrames::SiteKey key;
-  if (!python_sites_ || !python_.site_key(key, ts)) return capture_python_walk();
+  if (!python_sites_) return capture_python_walk();
   // Freed when the thread exits (adding its last hits to the counts).
   SiteCache& cache = thread_owned<SiteCache, &TracerThreadState::python_sites>(ts);
   // The owner is told by its counts, not its address: a StackCapture made where a destroyed
@@ -133,30 +161,40 @@ uint32_t StackCapture::capture_python(TracerThreadState& ts) {
     }
     cache.clear();
   }
-  SiteCache::Slot& slot = cache.slot_for(key);
-  if (slot.entry == nullptr || slot.a != key.a || slot.b != key.b) {
-    auto it = cache.by_site.find(key);
-    if (it != cache.by_site.end()) {
-      // Known, but not in front: it takes the slot (the slot's site keeps its uses in the map).
-      if (slot.entry != nullptr) slot.entry->uses = slot.uses;
-      slot = SiteCache::Slot{key.a, key.b, &it->second, it->second.id, it->second.uses};
-    } else {
-      const uint32_t id = capture_python_walk();
-      counts_->misses.fetch_add(1, std::memory_order_relaxed);
-      // A key whose walk gave no frames is kept too (id 0): a thread with a Python thread state
-      // but no complete frame (PyTorch's autograd threads launching backward kernels) would
-      // otherwise take the GIL back at every launch only to find nothing.
-      auto at = cache.by_site.emplace(key, SiteCache::Entry{id, 1}).first;
-      if (slot.entry != nullptr) slot.entry->uses = slot.uses;
-      slot = SiteCache::Slot{key.a, key.b, &at->second, id, 1};
-      if (id != 0) {
-        // A new key whose stack this thread already had under another key: the key changed
-        // though the stack did not (counted for diagnostics: such misses cost a C-API walk).
-        if (!cache.stacks_seen.insert(id).second) counts_->rekeys.fetch_add(1, std::memory_order_relaxed);
+  size_t n = 0;
+  if (!python_.site_words(cache.walk_buffer(), n, ts)) return capture_python_walk();
+  SiteCache::Slot* hit = cache.last;
+  if (!cache.is_last(n)) {
+    const PythonFrames::SiteKey key = PythonFrames::key_of(cache.walk_buffer(), n);
+    SiteCache::Slot& slot = cache.slot_for(key);
+    if (slot.entry == nullptr || slot.a != key.a || slot.b != key.b) {
+      auto it = cache.by_site.find(key);
+      if (it != cache.by_site.end()) {
+        // Known, but not in front: it takes the slot (the slot's site keeps its uses in the map).
+        if (slot.entry != nullptr) slot.entry->uses = slot.uses;
+        slot = SiteCache::Slot{key.a, key.b, &it->second, it->second.id, it->second.uses};
+      } else {
+        const uint32_t id = capture_python_walk();
+        counts_->misses.fetch_add(1, std::memory_order_relaxed);
+        // A key whose walk gave no frames is kept too (id 0): a thread with a Python thread state
+        // but no complete frame (PyTorch's autograd threads launching backward kernels) would
+        // otherwise take the GIL back at every launch only to find nothing.
+        auto at = cache.by_site.emplace(key, SiteCache::Entry{id, 1}).first;
+        if (slot.entry != nullptr) slot.entry->uses = slot.uses;
+        slot = SiteCache::Slot{key.a, key.b, &at->second, id, 1};
+        cache.remember(n, slot);
+        if (id != 0) {
+          // A new key whose stack this thread already had under another key: the key changed
+          // though the stack did not (counted for diagnostics: such misses cost a C-API walk).
+          if (!cache.stacks_seen.insert(id).second) counts_->rekeys.fetch_add(1, std::memory_order_relaxed);
+        }
+        return id;
       }
-      return id;
     }
+    cache.remember(n, slot);
+    hit = &slot;
   }
+  SiteCache::Slot& slot = *hit;
   const uint32_t uses = slot.uses++;
   if (++cache.pending_hits == kHitsPerFlush) cache.flush_hits();
   // A key known to give no frames is not checked: the check would take the GIL back (from a

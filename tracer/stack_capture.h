@@ -35,7 +35,7 @@ class StackCapture {
   uint32_t capture();
   uint32_t capture(TracerThreadState& ts);
   StackMode mode() const { return mode_; }
-  // Whether a repeated Python call site reuses its first stack (PythonFrames::site_key); on
+  // Whether a repeated Python call site reuses its first stack (PythonFrames::site_words); on
   // by default (setting python_sites).
   void set_python_sites(bool on) { python_sites_ = on; }
   // Whether native stacks use the learned unwind rules (NativeUnwinder); on by default

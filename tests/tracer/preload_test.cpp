@@ -497,6 +497,68 @@ TEST_F(PreloadTest, RepeatedPythonCallSitesKeepTheirOwnStacks) {
   }
 }
 
+// The thread's last call site is taken again without its key when the frames' words are the
+// same (StackCapture's last-site shortcut): calls whose innermost frame is the same code at the
+// same instruction, back to back, but reached from another caller or at another depth must not
+// take the last call's stack. Each of the 4 calls of a run is compared: a run from via_a, then
+// one from via_b, then the same function one and two recursion levels deeper.
+TEST_F(PreloadTest, BackToBackCallsFromTheSameLineKeepTheirOwnCallers) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  fs::path script = base_ / "callers.py";
+  {
+    std::ofstream py(script);
+    py << "import ctypes, sys\n"                                                          // 1
+          "lib = (ctypes.PyDLL if sys.argv[2] == 'held' else ctypes.CDLL)(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
+          "def leaf():\n"                                                                 // 3
+          "    return lib.fake_framework_allreduce()\n"                                   // 4
+          "def via_a():\n"                                                                // 5
+          "    return leaf()\n"                                                           // 6
+          "def via_b():\n"                                                                // 7
+          "    return leaf()\n"                                                           // 8
+          "def down(k):\n"                                                                // 9
+          "    return leaf() if k == 0 else down(k - 1)\n"                                // 10
+          "for i in range(200):\n"                                                        // 11
+          "    via_a()\n"                                                                 // 12
+          "    via_b()\n"                                                                 // 13
+          "    down(i % 3)\n"                                                             // 14
+          "print(sys.version_info[0] * 100 + sys.version_info[1])\n";
+  }
+  for (const char* gil : {"held", "released"}) {
+    SCOPED_TRACE(gil);
+    fs::remove_all(traces_);
+    fs::create_directories(traces_);
+    auto r = run("FAKE_NCCL_LOG=/dev/null STREAMRACE_PYTHON_SITES=2 STREAMRACE_STACKS=python",
+                 "python3 '" + script.string() + "' '" SR_FAKE_FRAMEWORK "' " + gil);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    const int version = std::atoi(r.out.c_str());
+    if (version == 311 || version == 312) {
+      unsigned hits = 0, misses = 0;
+      ASSERT_TRUE(python_site_counts(r.err, hits, misses)) << r.err;
+      EXPECT_LE(misses, 12u) << r.err;  // via_a, via_b, down at 3 depths (+ the layout's checks)
+      EXPECT_GE(hits, 580u) << r.err;
+      EXPECT_NE(r.err.find(" 0 mismatches"), std::string::npos) << r.err;
+    }
+    auto files = trace_files();
+    ASSERT_EQ(files.size(), 1u);
+    auto t = read_trace(files[0].string());
+    auto calls = t.of(RecordKind::kNcclCall);
+    ASSERT_EQ(calls.size(), 3u * 200);  // the all-reduces (the communicator's making is another record)
+    for (size_t i = 0; i < calls.size(); ++i) {
+      const size_t turn = i / 3, which = i % 3;
+      const auto id = calls[i].as<trace::NcclCall>().call.stack_id;
+      ASSERT_NE(id, 0u) << "call " << i;
+      const auto& frames = t.stacks.at(id);
+      // leaf, then its callers; the module's line last.
+      const size_t depth = which == 2 ? 1 + turn % 3 : 1;  // frames between leaf and <module>
+      ASSERT_EQ(frames.size(), depth + 2) << "call " << i;
+      EXPECT_EQ(frames[0].line, 4u) << "call " << i;
+      const uint32_t caller_line = which == 0 ? 6 : which == 1 ? 8 : 10;
+      EXPECT_EQ(frames[1].line, caller_line) << "call " << i;
+      EXPECT_EQ(frames[depth + 1].line, uint32_t(12 + which)) << "call " << i;
+    }
+  }
+}
+
 // More call sites than the call-site cache's front has slots (256): sites that share a slot
 // take it from each other and from the map behind it, and every call keeps its own line, in
 // the first pass (misses) and the later ones (hits, front or map), with the GIL held or not.

@@ -19,6 +19,19 @@ extern "C" __attribute__((visibility("default"))) int fake_framework_run() {
   return 0;
 }
 
+// One traced call a call (the Python stack benchmarks' alternating call sites): an all-reduce on
+// a communicator made at the first call.
+extern "C" __attribute__((visibility("default"))) int fake_framework_allreduce() {
+  static ncclComm_t comm = [] {
+    ncclUniqueId id{};
+    ncclComm_t c = nullptr;
+    return ncclCommInitRank(&c, 2, id, 1) == ncclSuccess ? c : nullptr;
+  }();
+  if (comm == nullptr) return 1;
+  auto buf = reinterpret_cast<void*>(0x7000'0000);
+  return ncclAllReduce(buf, buf, 256, ncclFloat32, ncclSum, comm, reinterpret_cast<cudaStream_t>(0x5000)) == ncclSuccess ? 0 : 2;
+}
+
 // Plays PyTorch's autograd device thread: a native thread that holds a Python thread state of
 // its own (made once with PyGILState_Ensure, the GIL then released with PyEval_SaveThread, as
 // PyTorch's engine does) but runs no Python code, and makes `runs` calls from there. The CPython
