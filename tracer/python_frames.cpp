@@ -94,6 +94,11 @@ bool PythonFrames::resolve() {
       raw_state_ = kRawChecking;
     }
   }
+  // From 3.12 the running thread state is a thread-local of the interpreter (Python/pystate.c,
+  // `_Py_tss_tstate`), set while the thread holds the GIL and null while it has released it; in
+  // 3.11 it is one global, the GIL holder's, whichever thread that is.
+  attached_is_own_ = ok && version != nullptr && unchecked_get_ != nullptr && ((*version >> 24) & 0xFF) == 3 &&
+                     ((*version >> 16) & 0xFF) >= 12;
   return ok;
 }
 
@@ -147,17 +152,30 @@ bool PythonFrames::frames_readable(PyObj ts, bool& held, const TracerThreadState
   // Whether this thread holds the GIL now. PyGILState_Check answers 1 when GIL checking is
   // off, so where the running thread state can be read, that decides.
   held = unchecked_get_ != nullptr ? unchecked_get_() == ts : gil_check_() != 0;
-  if (held) return true;
+  return held || readable_released(tracer_ts);
+}
+
+bool PythonFrames::readable_released(const TracerThreadState& tracer_ts) {
   return tracer_ts.may_take_gil && gil_ensure_ != nullptr && gil_release_ != nullptr &&
          !(is_finalizing_ != nullptr && is_finalizing_());
 }
 
 bool PythonFrames::site_words(uint64_t* words, size_t& n, TracerThreadState& tracer_ts) {
   n = 0;
-  if (raw_state_.load(std::memory_order_relaxed) != kRawOn || !available() || !is_initialized_()) return false;
-  PyObj ts = this_thread_state_();
-  bool held = false;
-  if (ts == nullptr || !frames_readable(ts, held, tracer_ts)) return false;
+  if (raw_state_.load(std::memory_order_relaxed) != kRawOn || !available()) return false;
+  PyObj ts = nullptr;
+  if (attached_is_own_) {
+    // 3.12+: one call tells whether this thread holds the GIL (its own state, attached: no
+    // PyGILState lookup, no Py_IsInitialized) or not (null: then its state, if it has one).
+    ts = unchecked_get_();
+    if (ts == nullptr && (!is_initialized_() || (ts = this_thread_state_()) == nullptr || !readable_released(tracer_ts)))
+      return false;
+  } else {
+    if (!is_initialized_()) return false;
+    ts = this_thread_state_();
+    bool held = false;
+    if (ts == nullptr || !frames_readable(ts, held, tracer_ts)) return false;
+  }
   size_t ncodes = 0;
   return raw_walk_as<false>(ts, words, n, nullptr, ncodes, kRawFramesPerFrame * 64);
 }

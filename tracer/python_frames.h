@@ -101,6 +101,9 @@ class PythonFrames {
   CodeNames names_of(PyObj code);
   // Whether this thread may read its Python frames now (the checks capture() makes first).
   bool frames_readable(PyObj ts, bool& held, const TracerThreadState& tracer_ts);
+  // Whether a thread that does not hold the GIL may read its frames (taking the GIL back for the
+  // C API's walk: not while the interpreter finalizes, nor on threads that must not take it).
+  bool readable_released(const TracerThreadState& tracer_ts);
   // Walks the raw frame chain from thread state `ts` (Safe: reads through a system call that
   // reports a bad address instead of faulting). Fills `words` (2 a frame, up to `max` frames,
   // `n` of them) and, when Safe, `codes` (innermost first); false if a read failed.
@@ -128,6 +131,9 @@ class PythonFrames {
   int (*gil_check_)() = nullptr;
   PyObj (*this_thread_state_)() = nullptr;
   PyObj (*unchecked_get_)() = nullptr;  // _PyThreadState_UncheckedGet / PyThreadState_GetUnchecked
+  // Whether unchecked_get_ answers the calling thread's own state, attached (GIL held) or null
+  // (3.12+); in 3.11 it answers the GIL holder's, of whichever thread.
+  bool attached_is_own_ = false;
   PyObj (*get_frame_)(PyObj) = nullptr;
   PyObj (*frame_back_)(PyObj) = nullptr;
   PyObj (*frame_code_)(PyObj) = nullptr;

@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <regex>
 #include <sstream>
 
@@ -38,6 +40,27 @@ bool python_site_counts(const std::string& err, unsigned& hits, unsigned& misses
   const auto at = err.find("python call sites: on, ");
   return at != std::string::npos &&
          std::sscanf(err.c_str() + at, "python call sites: on, %u hits, %u misses", &hits, &misses) == 2;
+}
+
+// The interpreters the call-site tests run under: `python3`, and `python3.12` where one is installed
+// and is not the same version (from 3.12 the running thread's state is its own thread-local, a
+// path of its own in PythonFrames::site_words; 3.11's is one global).
+// Looked for on PATH, then among pyenv's versions (whose shim answers only for the selected one).
+std::vector<std::string> site_test_pythons() {
+  std::vector<std::string> out{"python3"};
+  if (std::system("python3 -c 'import sys; sys.exit(sys.version_info[:2] == (3, 12))' >/dev/null 2>&1") != 0) return out;
+  const char* find =
+      "for p in \"$(command -v python3.12)\" \"${PYENV_ROOT:-$HOME/.pyenv}\"/versions/3.12*/bin/python3.12; do "
+      "[ -x \"$p\" ] && \"$p\" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))' >/dev/null 2>&1 && "
+      "{ echo \"$p\"; break; }; done";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(find, "r"), pclose);
+  char line[4096] = {};
+  if (pipe != nullptr && std::fgets(line, sizeof line, pipe.get()) != nullptr) {
+    std::string path(line);
+    while (!path.empty() && (path.back() == '\n' || path.back() == '\r')) path.pop_back();
+    if (!path.empty()) out.push_back("'" + path + "'");
+  }
+  return out;
 }
 
 class PreloadTest : public ::testing::Test {
@@ -523,12 +546,13 @@ TEST_F(PreloadTest, BackToBackCallsFromTheSameLineKeepTheirOwnCallers) {
           "    down(i % 3)\n"                                                             // 14
           "print(sys.version_info[0] * 100 + sys.version_info[1])\n";
   }
+  for (const std::string& python : site_test_pythons())
   for (const char* gil : {"held", "released"}) {
-    SCOPED_TRACE(gil);
+    SCOPED_TRACE(python + " " + gil);
     fs::remove_all(traces_);
     fs::create_directories(traces_);
     auto r = run("FAKE_NCCL_LOG=/dev/null STREAMRACE_PYTHON_SITES=2 STREAMRACE_STACKS=python",
-                 "python3 '" + script.string() + "' '" SR_FAKE_FRAMEWORK "' " + gil);
+                 python + " '" + script.string() + "' '" SR_FAKE_FRAMEWORK "' " + gil);
     ASSERT_EQ(r.rc, 0) << r.err;
     const int version = std::atoi(r.out.c_str());
     if (version == 311 || version == 312) {
@@ -576,12 +600,13 @@ TEST_F(PreloadTest, PythonCallSitesSharingTheCachesFrontKeepTheirOwnStacks) {
           "    calls()\n"
           "print(sys.version_info[0] * 100 + sys.version_info[1])\n";
   }
+  for (const std::string& python : site_test_pythons())
   for (const char* gil : {"held", "released"}) {
-    SCOPED_TRACE(gil);
+    SCOPED_TRACE(python + " " + gil);
     fs::remove_all(traces_);
     fs::create_directories(traces_);
     auto r = run("FAKE_NCCL_LOG=/dev/null STREAMRACE_PYTHON_SITES=2 STREAMRACE_STACKS=python",
-                 "python3 '" + script.string() + "' '" SR_FAKE_FRAMEWORK "' " + gil);
+                 python + " '" + script.string() + "' '" SR_FAKE_FRAMEWORK "' " + gil);
     ASSERT_EQ(r.rc, 0) << r.err;
     const int version = std::atoi(r.out.c_str());
     if (version == 311 || version == 312) {
