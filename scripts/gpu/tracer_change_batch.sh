@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# After a tracer change, in ONE device call (one GPU): what issue 12 asks of every change.
+#   1. every single-GPU fixture re-recorded with the carried tracer (rerecord_batch.sh),
+#   2. the launch loop, callbacks on/off inside one process (launch_ab): the carried tracer
+#      against BASELINE_LIB's, interleaved rounds,
+#   3. GPT-2 ZeRO-2 the same way (zero2_ab),
+#   4. ZeRO-2 once more with the tracer timing its own parts (selftime): where the time goes.
+# Each step under its own deadline; what does not fit is skipped by the step's script and named
+# in its results. Carry ["gpu-carry", ".whl"]; BASELINE_LIB defaults to
+# gpu-carry/baseline/libstreamrace.so (the library of the commit before the change).
+#
+#   bash scripts/gpu/tracer_change_batch.sh          # repo root, on the GPU machine, timeout 600
+#
+# Env: OUT (default /tmp/tracer_change), PIN (default 2-9: taskset for the overhead runs),
+# RR_S (180), LAUNCH_ROUNDS (5), ZERO2_ROUNDS (2), SKIP (a regex of steps to skip: rerecord,
+# launch, zero2, selftime). Results: $OUT/rr/ (rerecord.tar.gz, summary.txt), $OUT/launch/,
+# $OUT/zero2/, $OUT/selftime/ (realistic_overhead.{md,json}), $OUT/*.log.
+# Then, on the CPU machine: python3 scripts/gpu/compare_fixtures.py <rr/rerecord.tar.gz> build/bin/streamrace
+set -u
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$REPO" || exit 2
+OUT=${OUT:-/tmp/tracer_change}
+export PIN=${PIN:-2-9}
+BASELINE_LIB=${BASELINE_LIB:-$REPO/gpu-carry/baseline/libstreamrace.so}
+SKIP=${SKIP:-^$}
+mkdir -p "$OUT"
+t0=$(date +%s)
+step() { [[ "$1" =~ $SKIP ]] && { echo "== $1 skipped (SKIP)"; return 1; }; echo "== $1 at $(( $(date +%s) - t0 )) s"; }
+if step rerecord; then
+  OUT=$OUT/rr DEADLINE_S=${RR_S:-180} bash scripts/gpu/rerecord_batch.sh >"$OUT/rerecord.log" 2>&1
+  tail -3 "$OUT/rerecord.log"
+fi
+overhead() {  # name job configs rounds deadline
+  OUT=$OUT/$1 JOBS=$2 CONFIGS=$3 ROUNDS=$4 DEADLINE_S=$5 RUN_TIMEOUT_S=120 BASELINE_LIB=$BASELINE_LIB \
+    bash bench/realistic_overhead.sh >"$OUT/$1.log" 2>&1
+  tail -2 "$OUT/$1.log"
+}
+if [[ ! -f "$BASELINE_LIB" ]]; then echo "no BASELINE_LIB ($BASELINE_LIB): the A/B steps run the carried tracer alone"; fi
+step launch && overhead launch launch_ab "streamrace baseline" "${LAUNCH_ROUNDS:-5}" 120
+step zero2 && overhead zero2 zero2_ab "streamrace baseline" "${ZERO2_ROUNDS:-2}" 200
+step selftime && overhead selftime zero2_ab "selftime" 1 70
+echo "== done at $(( $(date +%s) - t0 )) s"
