@@ -13,8 +13,10 @@
 #
 # Env: OUT (default /tmp/tracer_change), PIN (default 2-9: taskset for the overhead runs),
 # RR_S (180), LAUNCH_ROUNDS (5), ZERO2_ROUNDS (2), SKIP (a regex of steps to skip: rerecord,
-# launch, zero2, selftime). Results: $OUT/rr/ (rerecord.tar.gz, summary.txt), $OUT/launch/,
-# $OUT/zero2/, $OUT/selftime/ (realistic_overhead.{md,json}), $OUT/*.log.
+# launch, zero2, selftime), SELFTIME_CONFIGS ("selftime"; "selftime baseline_selftime" compares the
+# two builds part by part in one run), SELFTIME_ROUNDS (1), SELFTIME_S (its deadline, 70). Results (at most 5 files, the device call's limit is 8):
+# $OUT/rr/rerecord.tar.gz, $OUT/{launch,zero2,selftime}/realistic_overhead.md, and
+# $OUT/results.tar.gz with everything else (the steps' logs, .json, the rerecord summary).
 # Then, on the CPU machine: python3 scripts/gpu/compare_fixtures.py <rr/rerecord.tar.gz> build/bin/streamrace
 set -u
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -38,5 +40,10 @@ overhead() {  # name job configs rounds deadline
 if [[ ! -f "$BASELINE_LIB" ]]; then echo "no BASELINE_LIB ($BASELINE_LIB): the A/B steps run the carried tracer alone"; fi
 step launch && overhead launch launch_ab "streamrace baseline" "${LAUNCH_ROUNDS:-5}" 120
 step zero2 && overhead zero2 zero2_ab "streamrace baseline" "${ZERO2_ROUNDS:-2}" 200
-step selftime && overhead selftime zero2_ab "selftime" 1 70
+step selftime && overhead selftime zero2_ab "${SELFTIME_CONFIGS:-selftime}" "${SELFTIME_ROUNDS:-1}" "${SELFTIME_S:-70}"
 echo "== done at $(( $(date +%s) - t0 )) s"
+# The device call brings back at most 8 files: everything but the re-recorded traces and the
+# three summaries goes into one archive.
+(cd "$OUT" && tar czf results.tar.gz --exclude=results.tar.gz --exclude=rr/rerecord.tar.gz ./* 2>/dev/null)
+find "$OUT" -type f ! -name results.tar.gz ! -name rerecord.tar.gz ! -name realistic_overhead.md -delete
+find "$OUT" -type f | sed "s|^$OUT/|kept: |"
