@@ -14,7 +14,8 @@
 # Env: OUT (default /tmp/tracer_change), PIN (default 2-9: taskset for the overhead runs),
 # RR_S (180), LAUNCH_ROUNDS (5), ZERO2_ROUNDS (2), SKIP (a regex of steps to skip: rerecord,
 # launch, zero2, selftime), SELFTIME_CONFIGS ("selftime"; "selftime baseline_selftime" compares the
-# two builds part by part in one run), SELFTIME_ROUNDS (1), SELFTIME_S (its deadline, 70). Results (at most 5 files, the device call's limit is 8):
+# two builds part by part in one run), SELFTIME_ROUNDS (1), SELFTIME_S (its deadline, 70).
+# Results (at most 5 files: the device call brings back 8 at most):
 # $OUT/rr/rerecord.tar.gz, $OUT/{launch,zero2,selftime}/realistic_overhead.md, and
 # $OUT/results.tar.gz with everything else (the steps' logs, .json, the rerecord summary).
 # Then, on the CPU machine: python3 scripts/gpu/compare_fixtures.py <rr/rerecord.tar.gz> build/bin/streamrace
