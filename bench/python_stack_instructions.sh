@@ -8,7 +8,9 @@
 # the set-up cancels), per call. Deterministic.
 #
 #   bench/python_stack_instructions.sh [BUILD_DIR] [LIB]   env: N (2000), DEPTH (20), GIL (held|released),
-#                                                            SITES (same|alternate, default same)
+#                                                            SITES (same|alternate, default same),
+#                                                            PYTHON (the interpreter, default python3;
+#                                                            e.g. ~/.pyenv/versions/3.12.1/bin/python3.12)
 # SITES=alternate: 4 calls a turn from 4 lines, none at the site of the call before it.
 #
 # LIB defaults to BUILD_DIR/lib/libstreamrace.so (another build's library compares the two).
@@ -20,7 +22,7 @@ fw=$(realpath "$build/tests/tracer/fake_nccl/libtracer_fake_framework.so")
 N=${N:-2000} DEPTH=${DEPTH:-20} GIL=${GIL:-held} SITES=${SITES:-same}
 per_turn=8; [[ "$SITES" == alternate ]] && per_turn=4
 command -v valgrind >/dev/null || { echo "python_stack_instructions: valgrind is not installed (apt-get install valgrind)" >&2; exit 2; }
-py=$(python3 -c 'import sys; print(sys.executable)')  # the interpreter itself, not a shim script
+py=$("${PYTHON:-python3}" -c 'import sys; print(sys.executable)')  # the interpreter itself, not a shim script
 loop="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/python_stack_loop.py"
 tmp=${KEEP:-$(mktemp -d)}; mkdir -p "$tmp"
 [[ -n "${KEEP:-}" ]] || trap 'rm -rf "$tmp"' EXIT
