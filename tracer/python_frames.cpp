@@ -93,12 +93,11 @@ bool PythonFrames::resolve() {
       layout_ = RawLayout{56, 0, 0, 8, 56, 70};  // cframe; f_code first
       raw_state_ = kRawChecking;
     }
+    // From 3.12 the running thread state is a thread-local of the interpreter (Python/pystate.c,
+    // `_Py_tss_tstate`), set while the thread holds the GIL and null while it has released it;
+    // in 3.11 it is one global, the GIL holder's, whichever thread that is.
+    attached_is_own_ = major == 3 && minor >= 12;
   }
-  // From 3.12 the running thread state is a thread-local of the interpreter (Python/pystate.c,
-  // `_Py_tss_tstate`), set while the thread holds the GIL and null while it has released it; in
-  // 3.11 it is one global, the GIL holder's, whichever thread that is.
-  attached_is_own_ = ok && version != nullptr && unchecked_get_ != nullptr && ((*version >> 24) & 0xFF) == 3 &&
-                     ((*version >> 16) & 0xFF) >= 12;
   return ok;
 }
 

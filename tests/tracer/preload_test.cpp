@@ -82,6 +82,14 @@ class PreloadTest : public ::testing::Test {
     int status = std::system(line.c_str());
     return Result{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base_ / "out"), slurp(base_ / "err")};
   }
+  // A call-site test's script under `python` (GIL held or released), with fresh traces and the
+  // site cache's counts on stderr.
+  Result run_sites(const std::string& python, const fs::path& script, const char* gil) {
+    fs::remove_all(traces_);
+    fs::create_directories(traces_);
+    return run("FAKE_NCCL_LOG=/dev/null STREAMRACE_PYTHON_SITES=2 STREAMRACE_STACKS=python",
+               python + " '" + script.string() + "' '" SR_FAKE_FRAMEWORK "' " + gil);
+  }
   std::vector<fs::path> trace_files() const {
     std::vector<fs::path> out;
     for (auto& e : fs::directory_iterator(traces_)) out.push_back(e.path());
@@ -551,10 +559,7 @@ TEST_F(PreloadTest, BackToBackCallsFromTheSameLineKeepTheirOwnCallers) {
   for (const std::string& python : site_test_pythons())
   for (const char* gil : {"held", "released"}) {
     SCOPED_TRACE(python + " " + gil);
-    fs::remove_all(traces_);
-    fs::create_directories(traces_);
-    auto r = run("FAKE_NCCL_LOG=/dev/null STREAMRACE_PYTHON_SITES=2 STREAMRACE_STACKS=python",
-                 python + " '" + script.string() + "' '" SR_FAKE_FRAMEWORK "' " + gil);
+    auto r = run_sites(python, script, gil);
     ASSERT_EQ(r.rc, 0) << r.err;
     const int version = std::atoi(r.out.c_str());
     if (version == 311 || version == 312) {
@@ -605,10 +610,7 @@ TEST_F(PreloadTest, PythonCallSitesSharingTheCachesFrontKeepTheirOwnStacks) {
   for (const std::string& python : site_test_pythons())
   for (const char* gil : {"held", "released"}) {
     SCOPED_TRACE(python + " " + gil);
-    fs::remove_all(traces_);
-    fs::create_directories(traces_);
-    auto r = run("FAKE_NCCL_LOG=/dev/null STREAMRACE_PYTHON_SITES=2 STREAMRACE_STACKS=python",
-                 python + " '" + script.string() + "' '" SR_FAKE_FRAMEWORK "' " + gil);
+    auto r = run_sites(python, script, gil);
     ASSERT_EQ(r.rc, 0) << r.err;
     const int version = std::atoi(r.out.c_str());
     if (version == 311 || version == 312) {
