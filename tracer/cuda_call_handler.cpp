@@ -19,14 +19,6 @@
 
 namespace streamrace::tracer {
 
-// Out of line, like the other accessors of thread_locals below: in libstreamrace.so the address
-// of a thread_local costs a call of __tls_get_addr (about 3 ns), and an inlined one is computed
-// again at each use rather than kept in a register; a reference returned by a call is kept.
-__attribute__((noinline)) TracerThreadState& thread_state() {
-  thread_local TracerThreadState state;
-  return state;
-}
-
 namespace {
 
 using trace::AllocKind;
