@@ -15,7 +15,8 @@
 # RR_S (180), LAUNCH_ROUNDS (5), ZERO2_ROUNDS (2), LAUNCH_CONFIGS and ZERO2_CONFIGS ("streamrace
 # baseline"; add floor_cbids for CUPTI's own cost in the same rounds), LAUNCH_S (120), ZERO2_S (200),
 # SKIP (a regex of steps to skip: rerecord, launch, zero2, selftime), SELFTIME_CONFIGS ("selftime"; "selftime baseline_selftime" compares the
-# two builds part by part in one run), SELFTIME_ROUNDS (1), SELFTIME_S (its deadline, 70).
+# two builds part by part in one run), SELFTIME_JOB (zero2_ab; launch_ab for the loop's parts),
+# SELFTIME_ROUNDS (1), SELFTIME_S (its deadline, 70).
 # Results (at most 5 files: the device call brings back 8 at most):
 # $OUT/rr/rerecord.tar.gz, $OUT/{launch,zero2,selftime}/realistic_overhead.md, and
 # $OUT/results.tar.gz with everything else (the steps' logs, .json, the rerecord summary).
@@ -42,7 +43,7 @@ overhead() {  # name job configs rounds deadline
 if [[ ! -f "$BASELINE_LIB" ]]; then echo "no BASELINE_LIB ($BASELINE_LIB): the A/B steps run the carried tracer alone"; fi
 step launch && overhead launch launch_ab "${LAUNCH_CONFIGS:-streamrace baseline}" "${LAUNCH_ROUNDS:-5}" "${LAUNCH_S:-120}"
 step zero2 && overhead zero2 zero2_ab "${ZERO2_CONFIGS:-streamrace baseline}" "${ZERO2_ROUNDS:-2}" "${ZERO2_S:-200}"
-step selftime && overhead selftime zero2_ab "${SELFTIME_CONFIGS:-selftime}" "${SELFTIME_ROUNDS:-1}" "${SELFTIME_S:-70}"
+step selftime && overhead selftime "${SELFTIME_JOB:-zero2_ab}" "${SELFTIME_CONFIGS:-selftime}" "${SELFTIME_ROUNDS:-1}" "${SELFTIME_S:-70}"
 echo "== done at $(( $(date +%s) - t0 )) s"
 # The device call brings back at most 8 files: everything but the re-recorded traces and the
 # three summaries goes into one archive.
