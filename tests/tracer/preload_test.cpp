@@ -3,13 +3,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "tests/tracer/trace_contents.h"
@@ -368,6 +371,68 @@ TEST_F(PreloadTest, HostAccessesLeaveTheProgramsOwnFaultsAsTheyWere) {
                 "host accesses: 0 copy windows guarded, 0 not guarded (no slot or protection refused), 0 host accesses "
                 "caught, 0 lost (no free slot), 0 pinned allocations left unguarded (not plain read-write pages)");
     }
+  }
+}
+
+// Loaded after start-up, as the CUDA driver loads it from CUDA_INJECTION64_PATH (dlopen, not
+// LD_PRELOAD): its thread_locals are then outside the static TLS block, and the thread state is
+// found through the dynamic TLS descriptor (tracer/thread_state.cpp). Four threads started
+// afterwards each run the framework once: every call is recorded, by its own thread, in order.
+TEST_F(PreloadTest, ATracerLoadedAfterStartUpRecordsEveryThreadsCalls) {
+  fs::path log = base_ / "nccl.log";
+  std::string line = "cd '" + base_.string() + "' && env -u LD_PRELOAD -u CUDA_INJECTION64_PATH FRAMEWORK_APP_TRACER='" SR_TRACER_LIB
+                     "' STREAMRACE_OUT='" + traces_.string() + "' RANK=1 FAKE_NCCL_LOG='" + log.string() +
+                     "' '" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' threads >'" + (base_ / "out").string() + "' 2>'" +
+                     (base_ / "err").string() + "'";
+  const int status = std::system(line.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0) << slurp(base_ / "err");
+  EXPECT_EQ(slurp(base_ / "err"), "");
+  std::string four;
+  for (int i = 0; i < 4; ++i)
+    four += "CommInitRank nranks=2 rank=1\n"
+            "AllReduce send=0x70000000 recv=0x70000000 count=256 type=7 op=0 stream=0x5000\n"
+            "GroupStart\n"
+            "Send send=0x70000000 count=16 type=9 peer=0\n"
+            "Recv recv=0x70001000 count=16 type=9 peer=0\n"
+            "GroupEnd\n"
+            "CommSplit color=0 key=1\n"
+            "Broadcast send=0x70000000 recv=0x70000000 count=8 type=4 root=0\n";
+  // Each thread's runs leave the same log lines; they may interleave between threads.
+  auto sorted_lines = [](const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string l; std::getline(in, l);) lines.push_back(l);
+    std::sort(lines.begin(), lines.end());
+    return lines;
+  };
+  EXPECT_EQ(sorted_lines(slurp(log)), sorted_lines(four));  // every call reached the real library
+  auto files = trace_files();
+  ASSERT_EQ(files.size(), 1u);
+  auto t = read_trace(files[0].string());
+  EXPECT_TRUE(t.stats.complete);
+  const std::vector<RecordKind> one_run{RecordKind::kNcclCommInit, RecordKind::kNcclCall, RecordKind::kNcclGroupStart,
+                                        RecordKind::kNcclCall,     RecordKind::kNcclCall, RecordKind::kNcclGroupEnd,
+                                        RecordKind::kNcclCommInit, RecordKind::kNcclCall};
+  ASSERT_EQ(t.records.size(), 4 * one_run.size());
+  // By thread, in the order of their sequence numbers: each thread's records are one run's.
+  std::map<uint32_t, std::vector<std::pair<uint64_t, RecordKind>>> by_thread;
+  std::set<uint64_t> seqs;
+  for (const auto& rec : t.records) {
+    trace::CallInfo ci;
+    std::memcpy(&ci, rec.body.data(), sizeof ci);
+    by_thread[ci.thread].emplace_back(ci.seq, rec.kind);
+    seqs.insert(ci.seq);
+  }
+  EXPECT_EQ(seqs.size(), t.records.size());
+  EXPECT_EQ(*seqs.rbegin(), t.records.size() - 1);
+  ASSERT_EQ(by_thread.size(), 4u);
+  for (auto& [thread, recs] : by_thread) {
+    SCOPED_TRACE(thread);
+    std::sort(recs.begin(), recs.end());
+    std::vector<RecordKind> kinds;
+    for (auto& r : recs) kinds.push_back(r.second);
+    EXPECT_EQ(kinds, one_run);
   }
 }
 

@@ -12,6 +12,11 @@
 //                     raise(SIGKILL): nothing of the tracer runs at the end
 //   segv_handled      installs its own SIGSEGV handler first; after the run, writes a read-only
 //                     page of its own, which the handler makes writable: prints what it saw
+//   threads           four threads started after the framework was loaded run it once each, all
+//                     four alive together; main returns the number of runs that failed
+// With FRAMEWORK_APP_TRACER=PATH, the tracer is not preloaded but loaded here first, with
+// dlopen(RTLD_NOW | RTLD_GLOBAL), after start-up, as the CUDA driver loads it from
+// CUDA_INJECTION64_PATH: its thread_locals are then outside the static TLS block.
 #include <dlfcn.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -44,6 +49,12 @@ char* read_only_page() {
 
 int main(int argc, char** argv) {
   if (argc < 2) return 64;
+  if (const char* tracer = std::getenv("FRAMEWORK_APP_TRACER"); tracer != nullptr && tracer[0] != 0) {
+    if (dlopen(tracer, RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      std::fprintf(stderr, "%s\n", dlerror());
+      return 68;
+    }
+  }
   void* h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     std::fprintf(stderr, "%s\n", dlerror());
@@ -76,6 +87,20 @@ int main(int argc, char** argv) {
     while (!ran.load()) usleep(1000);
     usleep(20000);
     leave(9);
+  }
+  if (std::strcmp(mode, "threads") == 0) {
+    constexpr int kThreads = 4;
+    std::atomic<int> started{0}, finished{0}, failed{0};
+    std::thread threads[kThreads];
+    for (auto& t : threads)
+      t = std::thread([&] {
+        for (started.fetch_add(1); started.load() < kThreads;) usleep(100);
+        failed.fetch_add(run() != 0);
+        // No thread exits before every thread has run: all four are alive together.
+        for (finished.fetch_add(1); finished.load() < kThreads;) usleep(100);
+      });
+    for (auto& t : threads) t.join();
+    return failed.load();
   }
   if (std::strcmp(mode, "segv_handled") == 0) {
     struct sigaction sa {};
