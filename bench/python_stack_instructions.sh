@@ -4,8 +4,11 @@
 # with the tests) through ctypes, each call intercepted by libstreamrace.so's NCCL interposer and
 # recorded with its Python stack, as a traced PyTorch op would be (bench/python_stack_cost.sh
 # times the same loop). Under `valgrind --tool=callgrind`, counted only inside
-# StackCapture::capture*, the difference of a run of 2N loop turns and one of N (8 calls a turn;
-# the set-up cancels), per call. Deterministic.
+# StackCapture::capture() with everything it calls (the sampled checks against the C API's walk
+# included: TOGGLE='*StackCapture::capture*', the pattern used until session 38, turned counting
+# off again in the nested capture functions and so left those checks out), the difference of a
+# run of 2N loop turns and one of N (8 calls a turn; the set-up cancels), per call.
+# Deterministic. TOGGLE sets what callgrind counts.
 #
 #   bench/python_stack_instructions.sh [BUILD_DIR] [LIB]   env: N (2000), DEPTH (20), GIL (held|released),
 #                                                            SITES (same|alternate, default same),
@@ -30,7 +33,7 @@ total() { callgrind_annotate "$1" | awk '/PROGRAM TOTALS/ {gsub(",", ""); print 
 for n in "$N" "$((2 * N))"; do
   mkdir -p "$tmp/t$n"
   env -u CUDA_INJECTION64_PATH LD_PRELOAD="$lib" STREAMRACE_OUT="$tmp/t$n" STREAMRACE_STACKS=auto \
-    valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$n" --toggle-collect='*StackCapture::capture*' \
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/cg.$n" --toggle-collect="${TOGGLE:-streamrace::tracer::StackCapture::capture()}" \
     "$py" "$loop" "$fw" "$n" "$DEPTH" "$GIL" "$SITES" >"$tmp/log.$n" 2>&1 || { cat "$tmp/log.$n" >&2; exit 2; }
 done
 a=$(total "$tmp/cg.$N") b=$(total "$tmp/cg.$((2 * N))")

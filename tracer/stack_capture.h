@@ -41,7 +41,8 @@ class StackCapture {
   // Whether native stacks use the learned unwind rules (NativeUnwinder); on by default
   // (setting native_unwind=cached), off: every stack through DWARF CFI.
   void set_native_cached(bool on) { native_cached_ = on; }
-  // "python call sites: on, H hits, M misses, X mismatches", for diagnostics and tests.
+  // "python call sites: on, H hits, M misses (...), C checked, X mismatches", for diagnostics and
+  // tests (C: hits compared with the C API's walk).
   std::string python_sites_summary() const;
 
  private:
@@ -64,7 +65,7 @@ class StackCapture {
   // batches and when the thread exits (a lock-prefixed add per call cost more than the hit):
   // shared with the threads' caches, which may outlive this object.
   struct SiteCounts {
-    std::atomic<uint64_t> hits{0}, misses{0}, mismatches{0}, rekeys{0};
+    std::atomic<uint64_t> hits{0}, misses{0}, mismatches{0}, rekeys{0}, checks{0};
   };
   std::shared_ptr<SiteCounts> counts_ = std::make_shared<SiteCounts>();
   std::vector<std::pair<uint64_t, uint64_t>> internal_;  // [begin, end) of tracer/CUPTI/driver code

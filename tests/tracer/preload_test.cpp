@@ -600,6 +600,41 @@ TEST_F(PreloadTest, RepeatedPythonCallSitesKeepTheirOwnStacks) {
 // same instruction, back to back, but reached from another caller or at another depth must not
 // take the last call's stack. Each of the 4 calls of a run is compared: a run from via_a, then
 // one from via_b, then the same function one and two recursion levels deeper.
+// A call site's hits are compared with the C API's walk: its first two uses, one in 128 of its
+// first 8,192 and one in 2,048 after that (a check takes the GIL and walks the C API: a site that
+// repeats for a whole run must not pay for one every 128 calls). One site, one miss, and exactly
+// the checks that rule gives for its number of hits.
+TEST_F(PreloadTest, ARepeatedCallSiteIsCheckedAgainstTheCApiAtTheSampledUsesOnly) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  fs::path script = base_ / "one_site.py";
+  {
+    std::ofstream py(script);
+    py << "import ctypes, sys\n"
+          "lib = ctypes.PyDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
+          "for i in range(3000):\n"
+          "    lib.fake_framework_run()\n"
+          "print(sys.version_info[0] * 100 + sys.version_info[1])\n";
+  }
+  auto r = run("FAKE_NCCL_LOG=/dev/null STREAMRACE_PYTHON_SITES=2 STREAMRACE_STACKS=python",
+               "python3 '" + script.string() + "' '" SR_FAKE_FRAMEWORK "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const int version = std::atoi(r.out.c_str());
+  if (version != 311 && version != 312) GTEST_SKIP() << "call sites are keyed on CPython 3.11 and 3.12 only";
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m,
+                                std::regex(R"(python call sites: on, (\d+) hits, (\d+) misses \((\d+) of them with a stack seen before\), (\d+) checked, (\d+) mismatches)")))
+      << r.err;
+  const uint64_t hits = std::stoull(m[1]), checked = std::stoull(m[4]);
+  EXPECT_EQ(m[2], "1");
+  EXPECT_EQ(m[5], "0");
+  EXPECT_GT(hits, 16384u);  // 3000 runs of 6 stacks each, one site: well past its 8,192nd use
+  // The site's first use was its miss; its hits are uses 1 .. hits.
+  uint64_t want = 0;
+  for (uint64_t u = 1; u <= hits; ++u) want += u < 2 || (u < 8192 ? u % 128 == 0 : u % 2048 == 0);
+  EXPECT_EQ(checked, want);
+  EXPECT_EQ(want, 1u + 63 + (hits / 2048 - 3));  // spelled out: use 1, 128..8064, 8192 and every 2048th after
+}
+
 TEST_F(PreloadTest, BackToBackCallsFromTheSameLineKeepTheirOwnCallers) {
   if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
   fs::path script = base_ / "callers.py";
