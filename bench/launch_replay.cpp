@@ -44,6 +44,7 @@
 #include "tracer/allocation_table.h"
 #include "tracer/cuda_call_handler.h"
 #include "tracer/cuda_queries.h"
+#include "tracer/host_clock.h"
 #include "tracer/thread_state.h"
 #include "tracer/trace_recorder.h"
 #include "traceformat/trace_file.h"
@@ -247,6 +248,18 @@ int main(int argc, char** argv) {
   // STREAMRACE_DEFER_SCAN=0: the scan on the launching thread, as the tracer's setting does.
   const char* defer = std::getenv("STREAMRACE_DEFER_SCAN");
   handler.set_deferred_scan(defer == nullptr || std::strcmp(defer, "0") != 0);
+  // STREAMRACE_HOST_CLOCK=tsc: the records' times from the time-stamp counter (tracer/host_clock.h),
+  // scaled before the first launch rather than after the recorder's first flush period.
+  if (const char* clock = std::getenv("STREAMRACE_HOST_CLOCK"); clock != nullptr && std::strcmp(clock, "tsc") == 0) {
+    std::string why;
+    if (!host_clock::tsc_usable(&why)) {
+      std::fprintf(stderr, "launch_replay: STREAMRACE_HOST_CLOCK=tsc: %s\n", why.c_str());
+      return 2;
+    }
+    host_clock::start_tsc();
+    usleep(useconds_t(host_clock::kMinBaselineNs / 1000 + 10000));
+    host_clock::adjust();
+  }
   thread_state() = TracerThreadState{};
   // Each launch's kernelParams: a pointer per parameter into its recorded bytes.
   std::vector<std::vector<void*>> args(corpus.launches.size());

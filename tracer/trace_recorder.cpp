@@ -15,12 +15,6 @@
 
 namespace streamrace::tracer {
 
-uint64_t monotonic_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
-}
-
 namespace {
 std::atomic<uint64_t> g_next_recorder_id{1};
 
@@ -602,6 +596,7 @@ void TraceRecorder::flusher_main() {
     handed_off_ = false;
     wl.unlock();
     flush();
+    host_clock::adjust();  // setting host_clock=tsc: the counter's scale, once a period
     wl.lock();
   }
 }

@@ -35,6 +35,7 @@
 
 #include "traceformat/trace_file.h"
 #include "tracer/capture_options.h"
+#include "tracer/host_clock.h"
 #include "tracer/stack_table.h"
 #include "tracer/string_table.h"
 #include "tracer/thread_state.h"
@@ -319,7 +320,7 @@ class TraceRecorder {
   std::optional<trace::TraceHeader> prepared_header_;
 };
 
-// CLOCK_MONOTONIC in nanoseconds.
-uint64_t monotonic_ns();
+// CLOCK_MONOTONIC in nanoseconds: the trace's host clock (tracer/host_clock.h).
+inline uint64_t monotonic_ns() { return host_clock::now_ns(); }
 
 }  // namespace streamrace::tracer

@@ -19,6 +19,7 @@
 #include "tracer/precise/kernel_selection.h"
 #include "tracer/precise/sanitizer_session.h"
 #endif
+#include "tracer/host_clock.h"
 #include "tracer/self_time.h"
 #include "tracer/launch_corpus.h"
 #include "tracer/tracer_settings.h"
@@ -230,6 +231,19 @@ void TracerProcess::create_core_locked() {
   handler->set_kernel_signatures(tracer_setting("kernel_signatures").value_or("1") != "0");
   handler->set_launch_memo(tracer_setting("launch_memo").value_or("1") != "0");
   handler->set_deferred_scan(tracer_setting("defer_scan").value_or("1") != "0");
+  if (auto clock = tracer_setting("host_clock"); clock && *clock != "monotonic") {
+    std::string why = "takes monotonic or tsc";
+    if (*clock == "tsc" && host_clock::tsc_usable(&why)) {
+      host_clock::start_tsc();
+      recorder_->add_notice(trace::NoticeLevel::kInfo,
+                            "setting host_clock=tsc: host times from the time-stamp counter, scaled to CLOCK_MONOTONIC");
+    } else {
+      std::fprintf(stderr, "streamrace: setting host_clock=%s ignored in pid %d (%s): host times from clock_gettime\n",
+                   clock->c_str(), int(getpid()), why.c_str());
+      recorder_->add_notice(trace::NoticeLevel::kWarning,
+                            "setting host_clock=" + *clock + " ignored (" + why + "): host times from clock_gettime");
+    }
+  }
   if (auto cut = tracer_setting("bench_cut"); cut && *cut != "0") {  // a benchmark's
     const int c = std::atoi(cut->c_str());
     handler->set_bench_cut(c >= 1 && c <= 4 ? c : 0);

@@ -72,6 +72,9 @@ inline constexpr TracerSetting kTracerSettings[] = {
      "benchmarks, not tracing: a kernel launch's callback stops early (1 at CUPTI's callback, 2 after the call's "
      "lookup, 3 before the stack, 4 before the record; 3 and 4 with defer_scan 1), so that overhead can be "
      "taken apart on the GPU machine; launches are then missing from the trace"},
+    {"host_clock", "STREAMRACE_HOST_CLOCK", "monotonic|tsc", "monotonic",
+     "host times: clock_gettime(CLOCK_MONOTONIC) per record, or (tsc) the time-stamp counter scaled to it, where "
+     "the kernel's clocksource is tsc (cheaper per record; experimental)"},
     {"disable", "STREAMRACE_DISABLE", "0|1", "0", "1: the library does nothing"},
     {"precise", "STREAMRACE_PRECISE", "all|regex:RE|names:FILE", "(off)",
      "precise mode: the Compute Sanitizer API instead of CUPTI, for these kernels"},

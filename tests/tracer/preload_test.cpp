@@ -436,6 +436,74 @@ TEST_F(PreloadTest, ATracerLoadedAfterStartUpRecordsEveryThreadsCalls) {
   }
 }
 
+// Setting host_clock=tsc: where the kernel keeps CLOCK_MONOTONIC with the time-stamp counter,
+// the records' host times come from the counter, scaled by the flusher (tracer/host_clock.h);
+// the framework runs twice, 450 ms apart, so the second run's records are timed by the counter
+// (the first scale is set at the first flush, 200 ms in). Their times must lie on the clock the
+// test reads around the process, in the order of their sequence numbers, 450 ms after the first
+// run's. Elsewhere the setting is refused with a warning and clock_gettime times the records.
+// Any other value is refused the same way.
+TEST_F(PreloadTest, HostClockTscTimesRecordsOnTheMonotonicClock) {
+  auto now = [] {
+    timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+  };
+  std::string source;
+  {
+    std::ifstream in("/sys/devices/system/clocksource/clocksource0/current_clocksource");
+    std::getline(in, source);
+  }
+  for (const char* value : {"tsc", "sundial"}) {
+    SCOPED_TRACE(value);
+    fs::remove_all(traces_);
+    fs::create_directories(traces_);
+    const uint64_t before = now();
+    auto r = run("RANK=1 FAKE_NCCL_LOG=/dev/null STREAMRACE_HOST_CLOCK=" + std::string(value),
+                 "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' twice");
+    const uint64_t after = now();
+    ASSERT_EQ(r.rc, 0) << r.err;
+    auto files = trace_files();
+    ASSERT_EQ(files.size(), 1u);
+    auto t = read_trace(files[0].string());
+    EXPECT_TRUE(t.stats.complete);
+    std::vector<std::string> notices;
+    for (const auto& n : t.of(RecordKind::kNotice))
+      notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+    const bool counter = std::string(value) == "tsc" && source == "tsc";
+    if (counter) {
+      EXPECT_EQ(r.err, "");
+      EXPECT_EQ(notices, std::vector<std::string>{
+                             "setting host_clock=tsc: host times from the time-stamp counter, scaled to CLOCK_MONOTONIC"});
+    } else {
+      ASSERT_EQ(notices.size(), 1u);
+      EXPECT_EQ(notices[0].rfind("setting host_clock=" + std::string(value) + " ignored (", 0), 0u) << notices[0];
+      EXPECT_NE(notices[0].find("): host times from clock_gettime"), std::string::npos) << notices[0];
+      EXPECT_NE(r.err.find("streamrace: setting host_clock=" + std::string(value) + " ignored in pid "), std::string::npos)
+          << r.err;
+    }
+    // Two runs of 8 records, by sequence number: on the clock, in order, the second 450 ms on.
+    std::vector<std::pair<uint64_t, uint64_t>> times;  // seq, host time
+    for (const auto& rec : t.records) {
+      if (rec.kind == RecordKind::kNotice) continue;
+      trace::CallInfo ci;
+      std::memcpy(&ci, rec.body.data(), sizeof ci);
+      times.emplace_back(ci.seq, ci.host_ts_ns);
+    }
+    ASSERT_EQ(times.size(), 16u);
+    std::sort(times.begin(), times.end());
+    for (size_t i = 0; i < times.size(); ++i) {
+      SCOPED_TRACE(i);
+      EXPECT_GE(times[i].second, before);
+      EXPECT_LE(times[i].second, after);
+      if (i > 0) EXPECT_GE(times[i].second, times[i - 1].second);
+    }
+    const uint64_t gap = times[8].second - times[7].second;
+    EXPECT_GE(gap, 450'000'000u);
+    EXPECT_LT(gap, 700'000'000u);
+  }
+}
+
 TEST_F(PreloadTest, EveryExitPathKeepsTheStatusAndACompleteTrace) {
   struct Case {
     const char* mode;

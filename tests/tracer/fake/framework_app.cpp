@@ -14,6 +14,7 @@
 //                     page of its own, which the handler makes writable: prints what it saw
 //   threads           four threads started after the framework was loaded run it once each, all
 //                     four alive together; main returns the number of runs that failed
+//   twice             runs it, waits 450 ms (the tracer's flusher runs every 200 ms), runs it again
 // With FRAMEWORK_APP_TRACER=PATH, the tracer is not preloaded but loaded here first, with
 // dlopen(RTLD_NOW | RTLD_GLOBAL), after start-up, as the CUDA driver loads it from
 // CUDA_INJECTION64_PATH: its thread_locals are then outside the static TLS block.
@@ -110,6 +111,10 @@ int main(int argc, char** argv) {
     sigaction(SIGSEGV, &sa, nullptr);
   }
   int rc = run();
+  if (std::strcmp(mode, "twice") == 0) {
+    usleep(450 * 1000);
+    rc |= run();
+  }
   if (std::strcmp(mode, "segv") == 0 || std::strcmp(mode, "segv_handled") == 0) {
     g_page = read_only_page();
     if (g_page == nullptr) return 67;
