@@ -1,9 +1,12 @@
 // The trace's host clock: see host_clock.h.
 #include "tracer/host_clock.h"
 
+#include <pthread.h>
+
 #include <cmath>
 #include <fstream>
 #include <mutex>
+#include <new>
 #include <sstream>
 
 namespace streamrace::tracer::host_clock {
@@ -13,12 +16,15 @@ std::atomic<const Scale*> detail::g_scale{nullptr};
 namespace {
 
 // Published scales are never freed: a reader may still hold the one before. A reader holds one
-// for a few instructions; the slot it reads is written again only kScales adjustments later
-// (at one a flush period, seconds).
+// for a few instructions; the slot it reads is written again only kScales adjustments later,
+// and adjustments are at least kMinPeriodNs apart (the flusher also wakes at every buffer
+// hand-off): 6.4 s at the least.
 constexpr size_t kScales = 64;
-// Each new scale may run at most this much faster or slower than the measured rate, to catch
-// up an error; an error beyond kJumpNs ahead of the clock is taken at once (the clock went on
-// while the counter could not be read: nothing else makes it).
+constexpr int64_t kMinPeriodNs = 100'000'000;
+// An error is caught up over kHorizonNs, longer than the periods between adjustments (so that
+// an irregular period never overshoots), at most kMaxSlew faster or slower than the measured
+// rate; an error beyond kJumpNs behind the clock is taken at once.
+constexpr int64_t kHorizonNs = 1'000'000'000;
 constexpr double kMaxSlew = 0.05;
 constexpr int64_t kJumpNs = 1'000'000;
 
@@ -35,6 +41,10 @@ State& state() {
   static State* s = new State;  // never destroyed: the flusher may adjust during exit
   return *s;
 }
+
+// A child forked while its parent's flusher held the lock would find it held for good: the
+// child's lock is made anew (the child has one thread when this runs).
+void renew_lock_in_child() { new (&state().mu) std::mutex; }
 
 #if defined(__x86_64__)
 // The counter and the clock read as close together as three tries allow (the counter's
@@ -95,10 +105,11 @@ bool tsc_usable(std::string* why) {
 void start_tsc() {
 #if defined(__x86_64__)
   State& s = state();
-  // try_lock here and below: a child forked while its parent's flusher adjusted has the lock
-  // held for good; it keeps the parent's last scale (the counter runs on the same).
+  // try_lock here and below: never wait on the flusher (a fork's child gets a new lock).
   std::unique_lock lock(s.mu, std::try_to_lock);
   if (!lock.owns_lock() || s.started) return;
+  static bool fork_handler = false;
+  if (!fork_handler) fork_handler = pthread_atfork(nullptr, nullptr, renew_lock_in_child) == 0;
   read_pair(s.tsc0, s.ns0);
   s.last_ns = s.ns0;
   s.started = true;
@@ -114,22 +125,22 @@ void adjust() {
   int64_t ns = 0;
   read_pair(tsc, ns);
   if (ns - s.ns0 < kMinBaselineNs || tsc <= s.tsc0) return;
+  const Scale* now = detail::g_scale.load(std::memory_order_relaxed);
+  if (now != nullptr && ns - s.last_ns < kMinPeriodNs) return;
   // The counter's rate over the whole baseline, in ns per tick (the clock's own jitter of tens
   // of ns is then parts per million of it or less).
   const double ns_per_tick = double(ns - s.ns0) / double(tsc - s.tsc0);
-  const Scale* now = detail::g_scale.load(std::memory_order_relaxed);
   Scale next;
   next.base_tsc = tsc;
   if (now == nullptr) {
     next.base_ns = ns;
     next.mult = uint64_t(std::llround(ns_per_tick * 4294967296.0));
   } else {
-    // Start where the current scale has got to (no step), and run faster or slower over the next
-    // period by the error found, to be on the clock again at its end.
+    // Start where the current scale has got to (no step), and run faster or slower by the error
+    // found, to be on the clock again after kHorizonNs (each adjustment takes the error anew).
     const int64_t at = detail::scaled(*now, tsc);
     const int64_t error = ns - at;  // > 0: the counter's readings are behind the clock
-    const double period = double(std::max<int64_t>(ns - s.last_ns, kMinBaselineNs));
-    double factor = 1.0 + double(error) / period;
+    double factor = 1.0 + double(error) / double(kHorizonNs);
     if (error > kJumpNs) {
       next.base_ns = ns;  // behind by more than a millisecond: forward at once
       factor = 1.0;

@@ -6,11 +6,13 @@
 // it found the counters constant and in step across CPUs), a reading is the counter scaled: no
 // call, and no LFENCE (the vDSO's reading orders the counter behind every earlier load, so on a
 // launch path with cache misses outstanding it waits for them). The scale is set by adjust(),
-// which the recorder's flusher calls after each flush: the counter's rate is measured against
-// clock_gettime over the whole time since start_tsc(), and each new scale starts where the last
-// one had got to and slews by the error it finds over the next period: readings stay within
-// microseconds of clock_gettime and do not step (a thread that read the old scale just before an
-// adjustment and the new one just after may see a few nanoseconds of it undone). Before the first adjust()
+// which the recorder's flusher calls after each flush (at most every 100 ms): the counter's rate
+// is measured against clock_gettime over the whole time since start_tsc(), and each new scale
+// starts where the last one had got to and slews by the error it finds, to be rid of it in a
+// second: readings stay within microseconds of clock_gettime and do not step. A thread that read
+// the old scale and was held up before it read the counter may get a reading a little ahead of
+// one it takes next with the new scale (at most 5 % of the hold-up): a thread's records take
+// now_ns_after(), which keeps them in order. Before the first adjust()
 // at least kMinBaselineNs after start_tsc(), readings are clock_gettime's.
 #pragma once
 
@@ -56,6 +58,20 @@ inline uint64_t now_ns() {
     return uint64_t(detail::scaled(*s, __rdtsc()));
 #endif
   return clock_ns();
+}
+
+// now_ns() for one thread's records: never below `last`, the thread's last reading, which it
+// then becomes (clock_gettime's readings are in order by themselves; the counter's, see above).
+inline uint64_t now_ns_after(uint64_t& last) {
+#if defined(__x86_64__)
+  if (const Scale* s = detail::g_scale.load(std::memory_order_acquire); s != nullptr) {
+    uint64_t v = uint64_t(detail::scaled(*s, __rdtsc()));
+    if (v < last) v = last;
+    last = v;
+    return v;
+  }
+#endif
+  return last = clock_ns();  // kept too: the first scale may start a little below it
 }
 
 // Whether the counter may stand in for the clock here; if not, `why` says what is missing.

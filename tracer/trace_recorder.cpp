@@ -185,8 +185,8 @@ TraceRecorder::ThreadBuffer& TraceRecorder::take_call(trace::CallInfo& c, uint32
   start_once();
   c = trace::CallInfo{};
   c.seq = seq_.fetch_add(1, std::memory_order_relaxed);
-  c.host_ts_ns = monotonic_ns();
   ThreadBuffer& b = buffer(current);
+  c.host_ts_ns = host_clock::now_ns_after(b.last_ts_ns);
   c.thread = b.index;
   c.stack_id = stack_id;
   c.api_id = api_id;

@@ -178,6 +178,7 @@ class TraceRecorder {
     std::unique_ptr<ThreadChunk> chunk;
     uint32_t index = 0;  // (beside chunk: a record reads both)
     pid_t tid = 0;
+    uint64_t last_ts_ns = 0;  // host_clock=tsc: the thread's last record time (host_clock::now_ns_after)
     std::mutex handoff_mu;
     std::vector<std::unique_ptr<ThreadChunk>> full;  // handed off since the last drain, oldest first
     size_t pending_full = 0;                         // their bytes not yet flushed

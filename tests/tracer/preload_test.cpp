@@ -500,7 +500,7 @@ TEST_F(PreloadTest, HostClockTscTimesRecordsOnTheMonotonicClock) {
     }
     const uint64_t gap = times[8].second - times[7].second;
     EXPECT_GE(gap, 450'000'000u);
-    EXPECT_LT(gap, 700'000'000u);
+    EXPECT_LT(gap, 2'000'000'000u);
   }
 }
 

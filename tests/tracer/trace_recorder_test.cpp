@@ -6,10 +6,12 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <thread>
 
 #include "tests/tracer/trace_contents.h"
+#include "tracer/host_clock.h"
 #include "tracer/stack_capture.h"
 #include "tracer/trace_recorder.h"
 
@@ -65,6 +67,39 @@ TEST(TraceRecorder, ManyThreadsDenseSeqAndEveryRecordWritten) {
   EXPECT_EQ(*seqs.begin(), 0u);
   EXPECT_EQ(*seqs.rbegin(), uint64_t(kThreads * kPerThread - 1));
   EXPECT_EQ(per_thread.size(), size_t(kThreads));
+  std::filesystem::remove_all(dir);
+}
+
+// A thread's record times never go back, whatever the clock says (host_clock=tsc: a thread held
+// up between the old scale and the counter may read ahead of its next reading); each thread
+// keeps its own. Constant scales (rate 0) stand in for such readings.
+TEST(TraceRecorder, AThreadsRecordTimesNeverGoBack) {
+  auto dir = temp_dir("times");
+  RecorderOptions o;
+  o.path = (dir / "t.srace").string();
+  TraceRecorder rec(o);
+  static host_clock::Scale later{0, 2'000'000'000'000, 0}, earlier{0, 1'000'000'000'000, 0};
+  const uint32_t api = rec.strings().intern("sync");
+  auto add = [&](uint64_t stream) {
+    trace::StreamSynchronize r{};
+    r.stream = stream;
+    r.call = rec.call(api, 0);
+    rec.add(r);
+  };
+  host_clock::detail::g_scale.store(&later);
+  add(1);
+  host_clock::detail::g_scale.store(&earlier);
+  add(2);                              // this thread's time stays at its last
+  std::thread([&] { add(3); }).join();  // another thread's is its own
+  host_clock::detail::g_scale.store(nullptr);
+  rec.close();
+  auto c = read_trace(o.path);
+  std::map<uint64_t, uint64_t> at;  // stream -> host time
+  for (auto& r : c.records) {
+    auto s = r.as<trace::StreamSynchronize>();
+    at[s.stream] = s.call.host_ts_ns;
+  }
+  EXPECT_EQ(at, (std::map<uint64_t, uint64_t>{{1, 2'000'000'000'000}, {2, 2'000'000'000'000}, {3, 1'000'000'000'000}}));
   std::filesystem::remove_all(dir);
 }
 
