@@ -663,11 +663,6 @@ TEST_F(PreloadTest, RepeatedPythonCallSitesKeepTheirOwnStacks) {
   }
 }
 
-// The thread's last call site is taken again without its key when the frames' words are the
-// same (StackCapture's last-site shortcut): calls whose innermost frame is the same code at the
-// same instruction, back to back, but reached from another caller or at another depth must not
-// take the last call's stack. Each of the 4 calls of a run is compared: a run from via_a, then
-// one from via_b, then the same function one and two recursion levels deeper.
 // A call site's hits are compared with the C API's walk: its first two uses, one in 128 of its
 // first 8,192 and one in 2,048 after that (a check takes the GIL and walks the C API: a site that
 // repeats for a whole run must not pay for one every 128 calls). One site, one miss, and exactly
@@ -703,6 +698,11 @@ TEST_F(PreloadTest, ARepeatedCallSiteIsCheckedAgainstTheCApiAtTheSampledUsesOnly
   EXPECT_EQ(want, 1u + 63 + (hits / 2048 - 3));  // spelled out: use 1, 128..8064, 8192 and every 2048th after
 }
 
+// The thread's last call site is taken again without its key when the frames' words are the
+// same (StackCapture's last-site shortcut): calls whose innermost frame is the same code at the
+// same instruction, back to back, but reached from another caller or at another depth must not
+// take the last call's stack. Each of the 4 calls of a run is compared: a run from via_a, then
+// one from via_b, then the same function one and two recursion levels deeper.
 TEST_F(PreloadTest, BackToBackCallsFromTheSameLineKeepTheirOwnCallers) {
   if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
   fs::path script = base_ / "callers.py";
