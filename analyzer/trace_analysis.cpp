@@ -86,6 +86,14 @@ void TraceAnalysis::begin(const CallStream& stream) {
 
 void TraceAnalysis::end(CallStream& stream) { finish(stream, nullptr); }
 
+void TraceAnalysis::blind(const std::string& status) {
+  summary_.capture_status = status;
+  notices_.push_back({"error", path_,
+                      "CUDA calls were not captured in this process (" + status +
+                          "): its trace cannot show races; free the CUPTI slot (Nsight, the PyTorch profiler or "
+                          "compute-sanitizer hold it) and run again"});
+}
+
 void TraceAnalysis::start(const CallStream& stream) {
   const TraceHeader& h = stream.header();
   summary_.path = path_;
@@ -94,11 +102,7 @@ void TraceAnalysis::start(const CallStream& stream) {
   summary_.rank = h.rank;
   summary_.capture_status = h.capture_status;
   summary_.mode = h.mode;
-  if (h.capture_status != "ok")
-    notices_.push_back({"error", path_,
-                        "CUDA calls were not captured in this process (" + h.capture_status +
-                            "): its trace cannot show races; free the CUPTI slot (Nsight, the PyTorch profiler or "
-                            "compute-sanitizer hold it) and run again"});
+  if (h.capture_status != "ok") blind(h.capture_status);
   dict_ = &stream.dictionary();
 }
 
@@ -255,7 +259,17 @@ void TraceAnalysis::dispatch(const RecordView& r) {
       auto h = r.as<NoticeHead>();
       auto t = r.tail<NoticeHead>();
       const char* lvl = h.level == NoticeLevel::kError ? "error" : h.level == NoticeLevel::kWarning ? "warning" : "info";
-      notices_.push_back({lvl, path_, std::string(reinterpret_cast<const char*>(t.data()), t.size())});
+      std::string text(reinterpret_cast<const char*>(t.data()), t.size());
+      // The tracer learnt its capture status after the header was written (CUPTI refused it
+      // once records had already reached the file, or a check at exit): the trace is as blind
+      // as one whose header says so, never a clean verdict.
+      static constexpr std::string_view kChanged = "capture status changed: ";
+      if (h.level == NoticeLevel::kError && text.starts_with(kChanged) && text.size() > kChanged.size() &&
+          text.compare(kChanged.size(), std::string::npos, "ok") != 0 && summary_.capture_status == "ok") {
+        blind(text.substr(kChanged.size()));
+        return;
+      }
+      notices_.push_back({lvl, path_, std::move(text)});
       return;
     }
     case RecordKind::kStreamCreate: {

@@ -108,6 +108,8 @@ class TraceAnalysis {
   };
 
   void collect_precise_accesses();
+  // The trace records no CUDA calls (its capture status, from the header or a later notice).
+  void blind(const std::string& status);
   // run()'s and begin()/end()'s parts: the header's facts before the first record; the
   // stream's stats, warnings and the notices once it is read (observer->end() among them).
   void start(const trace::CallStream& stream);

@@ -275,6 +275,7 @@ void TraceRecorder::set_capture_status(const std::string& status) {
     capture_status_ = status;
     already = writer_ != nullptr;
   }
+  // The analyzer reads this exact text as the trace's capture status (analyzer/trace_analysis.cpp).
   if (already) add_notice(trace::NoticeLevel::kError, "capture status changed: " + status);
 }
 

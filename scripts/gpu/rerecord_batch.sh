@@ -7,6 +7,8 @@
 #       streamrace run --no-color -o DIR -- <bin>/<b> racy|clean
 #   cupti_busy_racy                                  tracer_batch.sh:
 #       streamrace run ... -- compute-sanitizer --tool memcheck <bin>/two_streams racy
+#   cupti_busy_status_late                           the same with STREAMRACE_HOST_CLOCK=tsc (session 39):
+#       a notice reaches the file before CUPTI refuses the tracer, so the header says "ok"
 #   pinned_host_reuse_*, torch_pin_memory_reuse_*    hostpin_batch.sh (9): run --host-accesses
 #   torch_two_streams_*                              tracer_batch.sh (3): python3 samples/torch/two_streams.py
 #   torch_record_stream_{racy,record,wait}           allocator_batch.sh (4): python3 samples/torch/record_stream.py
@@ -51,10 +53,11 @@ log() { echo "[$(( $(date +%s) - T0 ))s] $*" | tee -a "$R/logs/batch.log"; }
 
 # invocation CASE: sets INV_LANE (cuda|torch), INV_BIN (the sample binary it needs, or empty),
 # INV_FLAGS (streamrace run options), INV_CMD (the program), INV_T (its timeout, s), INV_MIN
-# (the least time left to start it), or INV_SKIP (why it is not re-recorded).
+# (the least time left to start it), INV_ENV (VAR=value words for `streamrace run`), or INV_SKIP
+# (why it is not re-recorded).
 invocation() {
   local n=$1 m=${1##*_} b=${1%_*}
-  INV_LANE=cuda INV_BIN="" INV_FLAGS=() INV_CMD=() INV_T=30 INV_MIN=10 INV_SKIP=""
+  INV_LANE=cuda INV_BIN="" INV_FLAGS=() INV_CMD=() INV_ENV=() INV_T=30 INV_MIN=10 INV_SKIP=""
   case $n in
     nccl_allreduce_racy | nccl_allreduce_clean)
       INV_SKIP="needs 2 GPUs: one process drives devices 0 and 1 (ncclCommInitAll, 2 ranks in one trace, one occurrence per GPU); the sample exits 3 on one GPU"
@@ -62,9 +65,10 @@ invocation() {
     torch_nccl_allreduce_racy | torch_nccl_allreduce_clean)
       INV_SKIP="recorded with 2 ranks (torchrun --nproc_per_node=2, 2 traces committed): cannot be re-recorded on 1 GPU"
       return ;;
-    cupti_busy_racy)
+    cupti_busy_racy | cupti_busy_status_late)
       INV_BIN=two_streams INV_T=90 INV_MIN=30
       INV_CMD=("$CSAN" --tool memcheck "$BIN/two_streams" racy)
+      [ "$n" = cupti_busy_status_late ] && INV_ENV=(STREAMRACE_HOST_CLOCK=tsc)
       return ;;
   esac
   case $n in
@@ -118,8 +122,8 @@ run_case() {
   local t=$INV_T; (( l < t )) && t=$l
   local dir="$R/traces/$n" t1; t1=$(date +%s)
   rm -rf "$dir" && mkdir -p "$dir"
-  echo "+ timeout -k 5 $t $SR run --no-color ${INV_FLAGS[*]} -o $dir -- ${INV_CMD[*]}" > "$R/logs/$n.log"
-  timeout -k 5 "$t" "$SR" run --no-color "${INV_FLAGS[@]}" -o "$dir" -- "${INV_CMD[@]}" >> "$R/logs/$n.log" 2>&1 < /dev/null
+  echo "+ ${INV_ENV[*]} timeout -k 5 $t $SR run --no-color ${INV_FLAGS[*]} -o $dir -- ${INV_CMD[*]}" > "$R/logs/$n.log"
+  env "${INV_ENV[@]}" timeout -k 5 "$t" "$SR" run --no-color "${INV_FLAGS[@]}" -o "$dir" -- "${INV_CMD[@]}" >> "$R/logs/$n.log" 2>&1 < /dev/null
   local rc=$? secs=$(( $(date +%s) - t1 ))
   # Only the traces stay under traces/<case>/; anything else run left there goes to logs/.
   local f

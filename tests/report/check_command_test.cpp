@@ -182,6 +182,14 @@ TEST_F(CheckCommand, UnanalysedInputGivesNoVerdictNotAPass) {
   EXPECT_NE(b.out.find("\nstreamrace check: 0 new findings, 0 suppressed - NO VERDICT (input not wholly analysed)\n"),
             std::string::npos)
       << b.out;
+  // The same when the header said "ok" and CUPTI's refusal came later, as a notice (a trace
+  // that its analysis once called clean).
+  std::filesystem::copy(std::string(STREAMRACE_SOURCE_DIR) + "/tests/data/gpu/cupti_busy_status_late", dir_.path() / "late");
+  auto late = streamrace("check late --no-color");
+  EXPECT_EQ(late.status, 2) << late.out << late.err;
+  EXPECT_NE(late.out.find("\nstreamrace check: 0 new findings, 0 suppressed - NO VERDICT (input not wholly analysed)\n"),
+            std::string::npos)
+      << late.out;
   auto fixed = streamrace("check fixed");  // analysed whole and clean: still passes
   EXPECT_EQ(fixed.status, 0) << fixed.out;
 }

@@ -532,6 +532,12 @@ void Interpreter::line(const std::string& verb, Args a) {
     const auto reason = lookup(kReasons, a.option("reason", "steps"), "capture reason");
     const uint64_t dropped = number(a.option("dropped", "0")), left_out = number(a.option("left-out", "0"));
     b().capture_mark(action, reason, step, dropped, left_out);
+  } else if (verb == "notice") {
+    static const std::map<std::string, trace::NoticeLevel> kLevels = {
+        {"info", trace::NoticeLevel::kInfo}, {"warning", trace::NoticeLevel::kWarning}, {"error", trace::NoticeLevel::kError}};
+    const auto level = lookup(kLevels, a.at(0, "level"), "notice level");
+    b().notice(level, a.at(1, "text"));
+    a.done(2);
   } else if (verb == "capture-dependencies") {
     b().graph_call(trace::GraphAction::kCaptureDependencies, 0, 0, stream(a.at(0, "stream")));
     a.done(1);
