@@ -35,8 +35,10 @@
 #   floor_domains   an empty CUPTI subscriber (bench/cupti_floor) with the runtime and driver
 #                   API domains enabled, through CUDA_INJECTION64_PATH
 #   floor_cbids     the empty subscriber with only the callback ids the tracer enables
-#                   (read from tracer/cuda_call_table.cpp: every row but the runtime's kernel
-#                   launches; FLOOR_CBIDS overrides)
+#                   (bench/cupti_floor/tracer_cbids.sh, from tracer/cuda_call_table.cpp: every
+#                   row but the runtime's kernel launches; FLOOR_CBIDS overrides). Runs 56-62
+#                   (06bfe67 to session 39) had a list without the driver's kernel launches
+#                   (SR_DRL rows): their floor_cbids took no launch callbacks
 #   floor_rtcbids   the same with the runtime's kernel launch ids too (what rtlaunch enables)
 #   baseline     `streamrace` with another libstreamrace.so (BASELINE_LIB): a same-run A/B
 #   baseline_selftime  `selftime` with another libstreamrace.so (BASELINE_LIB, e.g. the one of the
@@ -175,14 +177,14 @@ CBID_FILE="$W/floor_cbids.txt"
 if [[ -n "${FLOOR_CBIDS:-}" ]]; then
     if [[ "$FLOOR_CBIDS" == @* ]]; then cp "${FLOOR_CBIDS#@}" "$CBID_FILE"; else echo "$FLOOR_CBIDS" > "$CBID_FILE"; fi
 else
-    # The tracer's call table: SR_RT(cbid, ...) rows are runtime ids, SR_DR(cbid, ...) driver ids.
-    sed -nE '/^[[:space:]]*SR_RT\([A-Za-z0-9_]+, "[^"]*", kKernelLaunch,/d;
-             s/^[[:space:]]*SR_RT\(([A-Za-z0-9_]+),.*/runtime:\1/p; s/^[[:space:]]*SR_DR\(([A-Za-z0-9_]+),.*/driver:\1/p' \
-        tracer/cuda_call_table.cpp > "$CBID_FILE"
+    # The tracer's call table (bench/cupti_floor/tracer_cbids.sh): what it enables by default,
+    # and the same with the runtime's kernel launches for floor_rtcbids.
+    bash bench/cupti_floor/tracer_cbids.sh > "$CBID_FILE" 2> "$W/logs/tracer_cbids.log" ||
+        { note "bench/cupti_floor/tracer_cbids.sh failed ($(tail -n1 "$W/logs/tracer_cbids.log")): the floor_cbids configurations are skipped"; : > "$CBID_FILE"; }
 fi
 CBID_RT_FILE="$W/floor_rtcbids.txt"
-{ cat "$CBID_FILE"
-  sed -nE 's/^[[:space:]]*SR_RT\(([A-Za-z0-9_]+), "[^"]*", kKernelLaunch,.*/runtime:\1/p' tracer/cuda_call_table.cpp
+{ cat "$CBID_FILE"  # floor_rtcbids: the list, and the runtime's kernel launches the tracer adds with runtime_launches
+  RUNTIME_LAUNCHES=1 bash bench/cupti_floor/tracer_cbids.sh 2>/dev/null | grep -vxF -f <(bash bench/cupti_floor/tracer_cbids.sh 2>/dev/null)
 } > "$CBID_RT_FILE"
 N_CBIDS=$(grep -c . "$CBID_FILE" || true)
 [[ "$N_CBIDS" -gt 0 ]] || { note "no callback ids for floor_cbids: it is skipped"; CONFIGS=${CONFIGS//floor_cbids/}; }

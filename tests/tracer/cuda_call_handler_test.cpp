@@ -14,6 +14,9 @@
 #include <generated_nvtx_meta.h>
 #include <unistd.h>
 
+#include <sys/wait.h>
+
+#include <algorithm>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +25,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 
 #include "tests/tracer/trace_contents.h"
 #include "traceformat/call_stream.h"
@@ -1542,6 +1546,54 @@ TEST(CallTable, TheDriverRowsCoverEveryRuntimeLaunch) {
   const std::vector<uint32_t> cupti = CudaCallHandler::cupti_runtime_cbids(false);
   EXPECT_EQ(cupti.size() + runtime_launch_rows, all.size());
   for (uint32_t cb : cupti) EXPECT_NE(find_call(ApiDomain::kRuntime, cb)->kind, CallKind::kKernelLaunch);
+}
+
+// bench/cupti_floor/tracer_cbids.sh, the empty subscriber's list (floor_cbids in
+// bench/realistic_overhead.sh), names as many callback ids of each domain as the tracer enables
+// (runtime launches only with RUNTIME_LAUNCHES=1), the driver's kernel launches among them (from
+// 06bfe67 until session 39 it read no SR_DRL row, so the floor took no launch callbacks), and
+// refuses a table with rows of a macro it does not know.
+TEST(CallTable, TheFloorsListHasTheTracersCallbackIds) {
+  auto run = [](const std::string& env, const std::string& table) {
+    const std::string cmd = env + " bash " + std::string(SR_SOURCE_DIR) + "/bench/cupti_floor/tracer_cbids.sh " + table + " 2>&1";
+    std::map<std::string, size_t> count;
+    std::set<std::string> names;
+    FILE* f = popen(cmd.c_str(), "r");
+    char line[512];
+    while (f != nullptr && std::fgets(line, sizeof line, f) != nullptr) {
+      std::string l(line);
+      if (!l.empty() && l.back() == '\n') l.pop_back();
+      names.insert(l);
+      ++count[l.substr(0, l.find(':'))];
+    }
+    const int status = f != nullptr ? pclose(f) : -1;
+    return std::make_tuple(WIFEXITED(status) ? WEXITSTATUS(status) : -1, count, names);
+  };
+  auto [rc, count, names] = run("", "");
+  EXPECT_EQ(rc, 0);
+  EXPECT_EQ(count["runtime"], CudaCallHandler::cupti_runtime_cbids(false).size());
+  EXPECT_EQ(count["driver"], CudaCallHandler::driver_cbids().size());
+  EXPECT_EQ(count.size(), 2u);
+  for (const char* n : {"driver:cuLaunchKernel", "driver:cuLaunchKernel_ptsz", "driver:cuLaunchKernelEx",
+                        "driver:cuLaunchKernelEx_ptsz", "driver:cuMemAlloc_v2", "runtime:cudaMemcpyAsync_v3020"})
+    EXPECT_EQ(names.count(n), 1u) << n;
+  EXPECT_EQ(names.count("runtime:cudaLaunchKernel_v7000"), 0u);
+  auto [rc_rt, count_rt, names_rt] = run("RUNTIME_LAUNCHES=1", "");
+  EXPECT_EQ(rc_rt, 0);
+  EXPECT_EQ(count_rt["runtime"], CudaCallHandler::cupti_runtime_cbids(true).size());
+  EXPECT_EQ(names_rt.count("runtime:cudaLaunchKernel_v7000"), 1u);
+
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("sr_cbids_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string odd = (dir / "table.cpp").string();
+  std::ofstream(odd) << "    SR_DR(cuMemAlloc_v2, \"cuMemAlloc\", kAlloc, kLegacy, x),\n"
+                     << "    SR_DRX(cuLaunchKernel, \"cuLaunchKernel\", kLegacy, a, b),\n";
+  auto [rc_odd, count_odd, names_odd] = run("", odd);
+  EXPECT_EQ(rc_odd, 2);
+  EXPECT_EQ(names_odd.count("    SR_DRX(cuLaunchKernel, \"cuLaunchKernel\", kLegacy, a, b),"), 0u);
+  EXPECT_TRUE(std::any_of(names_odd.begin(), names_odd.end(),
+                          [](const std::string& l) { return l.find("rows of a macro this script does not know") != std::string::npos; }));
+  std::filesystem::remove_all(dir);
 }
 
 // A launch seen only at the driver level (as CuptiSession delivers a runtime launch now) is
