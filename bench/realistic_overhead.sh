@@ -24,9 +24,11 @@
 #   tscclock        the same with STREAMRACE_HOST_CLOCK=tsc (records timed by the scaled counter)
 #   nodefer         the same with STREAMRACE_DEFER_SCAN=0 (arguments scanned on the launching
 #                   thread, as before 2026-12-05; the default leaves the scan to the flusher)
-#   cut1..cut4      the default tier with STREAMRACE_BENCH_CUT=1..4 (docs/tracer.md): a launch's callback
+#   cut1..cut6      the default tier with STREAMRACE_BENCH_CUT=1..6 (docs/tracer.md): a launch's callback
 #                   stops at CUPTI's callback (1), after the call's lookup (2), before the stack (3),
-#                   before the record (4); the differences take the per-launch cost apart
+#                   before the record (4), at CUPTI's callback after a locked add to the sequence
+#                   counter (5); 6 records everything, each sequence number taken without a locked
+#                   add; the differences take the per-launch cost apart
 #   rtlaunch        the default tier with STREAMRACE_RUNTIME_LAUNCHES=1 (kernel launches through the
 #                   runtime's callbacks too, as before 2026-12-02: four callbacks per launch)
 #   oldstacks       the default tier with the stack paths of before 2026-12-01's caches:
@@ -305,7 +307,7 @@ run_one() {  # job cfg round
         nodefer)       STREAMRACE_DEFER_SCAN=0 STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         nodefer_selftime) STREAMRACE_DEFER_SCAN=0 STREAMRACE_PYTHON_SITES=2 STREAMRACE_SELF_TIME=1 \
                            timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
-        cut[1-4])      STREAMRACE_BENCH_CUT=${cfg#cut} STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        cut[1-6])      STREAMRACE_BENCH_CUT=${cfg#cut} STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         rtlaunch)      STREAMRACE_RUNTIME_LAUNCHES=1 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         confirmwin)    STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color --precise="$CONFIRM_KERNELS" \
                            -o "$tdir" -- "${cmd[@]}" ;;
@@ -322,7 +324,7 @@ run_one() {  # job cfg round
     metric=$(grep -oE "^$(job_metric "$job") -?[0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
     [[ "$job" == *_ab ]] && info="$(grep -E '^ab_(on|off)_(us|ns|ms) |^ab_added_pct ' "$log" | tr '\n' ' ')$(grep -m1 -oE 'o[f]+_won [0-9/]+|off won [0-9]+' "$log" || true)"
     case $cfg in
-        streamrace|nostacks|noblocks|nomemo|tscclock|nodefer|nodefer_selftime|rtlaunch|oldstacks|selftime|baseline|baseline_selftime|confirmwin|cut[1-4])
+        streamrace|nostacks|noblocks|nomemo|tscclock|nodefer|nodefer_selftime|rtlaunch|oldstacks|selftime|baseline|baseline_selftime|confirmwin|cut[1-6])
             bytes=$(du -sb "$tdir" | cut -f1)
             files=$(find "$tdir" -name '*.srace' | wc -l)
             if [[ "$files" -eq 0 ]]; then
@@ -362,7 +364,7 @@ cfgs=()
 for c in $CONFIGS; do
     case $c in
         untraced) ;;
-        streamrace|nostacks|noblocks|nomemo|tscclock|nodefer|nodefer_selftime|rtlaunch|oldstacks|selftime|confirmwin|cut[1-4]) (( HAVE_SR )) || continue ;;
+        streamrace|nostacks|noblocks|nomemo|tscclock|nodefer|nodefer_selftime|rtlaunch|oldstacks|selftime|confirmwin|cut[1-6]) (( HAVE_SR )) || continue ;;
         baseline|baseline_selftime)
             (( HAVE_SR )) || continue
             [[ -n "${BASELINE_LIB:-}" && -f "${BASELINE_LIB:-}" ]] || { note "$c skipped: BASELINE_LIB='${BASELINE_LIB:-}' is not a file"; continue; } ;;
@@ -414,7 +416,7 @@ for line in open(raw):
     r["units"] = units
     r["trace_bytes_per_unit"] = r["trace_bytes"] / units if r["trace_bytes"] is not None else None
     rows.append(r)
-order = ["untraced", "streamrace", "baseline", "rtlaunch", "selftime", "baseline_selftime", "oldstacks", "nostacks", "noblocks", "nomemo", "tscclock", "nodefer", "nodefer_selftime", "cut1", "cut2", "cut3", "cut4", "confirmwin", "floor_domains",
+order = ["untraced", "streamrace", "baseline", "rtlaunch", "selftime", "baseline_selftime", "oldstacks", "nostacks", "noblocks", "nomemo", "tscclock", "nodefer", "nodefer_selftime", "cut1", "cut5", "cut2", "cut3", "cut4", "cut6", "confirmwin", "floor_domains",
          "floor_cbids", "floor_rtcbids"]
 what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nostacks": "`streamrace run`, STREAMRACE_STACKS=none",
         "noblocks": "`streamrace run`, STREAMRACE_TORCH_ALLOCATOR=0",
@@ -426,6 +428,8 @@ what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nos
         "cut2": "`streamrace run`, STREAMRACE_BENCH_CUT=2 (launches stop after the call's lookup)",
         "cut3": "`streamrace run`, STREAMRACE_BENCH_CUT=3 (launches stop before the stack)",
         "cut4": "`streamrace run`, STREAMRACE_BENCH_CUT=4 (launches stop before the record)",
+        "cut5": "`streamrace run`, STREAMRACE_BENCH_CUT=5 (callbacks stop at CUPTI's callback after a locked add)",
+        "cut6": "`streamrace run`, STREAMRACE_BENCH_CUT=6 (every record, its sequence number without a locked add)",
         "rtlaunch": "`streamrace run`, STREAMRACE_RUNTIME_LAUNCHES=1 (launches through the runtime's callbacks too)",
         "floor_rtcbids": "empty CUPTI subscriber, the tracer's cbid list with the runtime's launches",
         "confirmwin": "the --confirm window: `streamrace run --precise=CONFIRM_KERNELS`",

@@ -38,8 +38,12 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
     return;
   }
   if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
-  if (h->bench_cut() == 1) [[unlikely]]  // setting bench_cut: every CUDA callback stops here
+  if (const int cut = h->bench_cut(); cut == 1 || cut == 5) [[unlikely]] {  // setting bench_cut: every CUDA callback stops here
+    // 5: after what a record's sequence number costs (a locked add: on x86 a full fence, which
+    // waits for the stores before it, the driver's among them, to drain).
+    if (cut == 5) h->recorder().seq_counter().fetch_add(1, std::memory_order_relaxed);
     return;
+  }
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   // A driver call is recorded at its exit: its enter matters only to the host-access tracker.
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cb->callbackSite == CUPTI_API_ENTER && !h->wants_driver_enters()) return;

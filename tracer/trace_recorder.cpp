@@ -184,7 +184,12 @@ TraceRecorder::ThreadBuffer& TraceRecorder::take_call(trace::CallInfo& c, uint32
                                                      CurrentBuffer& current) {
   start_once();
   c = trace::CallInfo{};
-  c.seq = seq_.fetch_add(1, std::memory_order_relaxed);
+  if (bench_unlocked_seq_) [[unlikely]] {
+    c.seq = seq_.load(std::memory_order_relaxed);
+    seq_.store(c.seq + 1, std::memory_order_relaxed);
+  } else {
+    c.seq = seq_.fetch_add(1, std::memory_order_relaxed);
+  }
   ThreadBuffer& b = buffer(current);
   c.host_ts_ns = host_clock::now_ns_after(b.last_ts_ns);
   c.thread = b.index;

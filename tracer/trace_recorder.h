@@ -100,6 +100,10 @@ class TraceRecorder {
   // The seq counter itself, for a signal handler that must take a seq without a call (one
   // lock-free fetch_add; see page_guard.cpp).
   std::atomic<uint64_t>& seq_counter() { return seq_; }
+  // Setting bench_cut 6 (benchmarks only): a record's sequence number from a load and a store,
+  // not a locked add, to measure what the add's fence costs a launch on the GPU machine. Threads
+  // that record at once may then take the same number. Set before the first record.
+  void set_bench_unlocked_seq(bool on) { bench_unlocked_seq_ = on; }
 
   template <trace::FixedRecord T>
   void add(const T& rec) {
@@ -266,6 +270,7 @@ class TraceRecorder {
   std::atomic<bool> started_{false};
   std::atomic<bool> closed_{false};
   std::atomic<bool> recording_hint_{true};
+  bool bench_unlocked_seq_ = false;  // setting bench_cut 6 (set_bench_unlocked_seq)
   alignas(64) RecorderOptions opts_;
   StringTable strings_;
   StackTable stacks_;

@@ -246,11 +246,16 @@ void TracerProcess::create_core_locked() {
   }
   if (auto cut = tracer_setting("bench_cut"); cut && *cut != "0") {  // a benchmark's
     const int c = std::atoi(cut->c_str());
-    handler->set_bench_cut(c >= 1 && c <= 4 ? c : 0);
-    if (c >= 1 && c <= 4)
+    handler->set_bench_cut(c >= 1 && c <= 5 ? c : 0);
+    if (c == 6) recorder_->set_bench_unlocked_seq(true);
+    if (c >= 1 && c <= 5)
       recorder_->add_notice(trace::NoticeLevel::kWarning,
                             "setting bench_cut " + *cut + ": kernel launches stop early and are missing from this trace "
                             "(a benchmark's setting, not for tracing)");
+    if (c == 6)
+      recorder_->add_notice(trace::NoticeLevel::kWarning,
+                            "setting bench_cut 6: records take their sequence numbers without a locked add, so records of "
+                            "threads that call at once may share one (a benchmark's setting, not for tracing)");
   }
   if (auto spec = tracer_setting("launch_corpus")) {  // a benchmark's (tracer/launch_corpus.h)
     std::string why;

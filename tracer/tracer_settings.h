@@ -68,10 +68,12 @@ inline constexpr TracerSetting kTracerSettings[] = {
     {"self_time", "STREAMRACE_SELF_TIME", "0|1", "0",
      "print on stderr at exit (and keep as a notice) the time spent in the tracer's own code, by part: CUDA "
      "callbacks, NCCL calls, allocator events, Python and native stacks (for overhead measurements)"},
-    {"bench_cut", "STREAMRACE_BENCH_CUT", "0|1|2|3|4", "0",
+    {"bench_cut", "STREAMRACE_BENCH_CUT", "0|1|2|3|4|5|6", "0",
      "benchmarks, not tracing: a kernel launch's callback stops early (1 at CUPTI's callback, 2 after the call's "
-     "lookup, 3 before the stack, 4 before the record; 3 and 4 with defer_scan 1), so that overhead can be "
-     "taken apart on the GPU machine; launches are then missing from the trace"},
+     "lookup, 3 before the stack, 4 before the record; 3 and 4 with defer_scan 1; 5 at CUPTI's callback after "
+     "a locked add to the sequence counter), so that overhead can be taken apart on the GPU machine; launches are "
+     "then missing from the trace. 6: every record written, its sequence number taken without a locked add "
+     "(records of threads that call at once may share one)"},
     {"host_clock", "STREAMRACE_HOST_CLOCK", "monotonic|tsc", "monotonic",
      "host times: clock_gettime(CLOCK_MONOTONIC) per record, or (tsc) the time-stamp counter scaled to it, where "
      "the kernel's clocksource is tsc (cheaper per record; experimental)"},
