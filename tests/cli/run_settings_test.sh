@@ -35,7 +35,7 @@ for line in \
   "  ring=N  (STREAMRACE_RING, --ring N; default (off))" \
   "  launch_corpus=PATH[:SKIP[:COUNT]]  (STREAMRACE_LAUNCH_CORPUS; default (off))" \
   "  self_time=0|1  (STREAMRACE_SELF_TIME; default 0)" \
-  "  bench_cut=0|1|2|3|4  (STREAMRACE_BENCH_CUT; default 0)" \
+  "  bench_cut=0|1|2|3|4|5|6  (STREAMRACE_BENCH_CUT; default 0)" \
   "  disable=0|1  (STREAMRACE_DISABLE; default 0)" \
   "  precise=all|regex:RE|names:FILE  (STREAMRACE_PRECISE, --precise[=all|auto|REGEX]; default (off))" \
   "  precise_start=load|init  (STREAMRACE_PRECISE_START, --precise-start WHEN; default load)" \
