@@ -216,7 +216,21 @@ void TracerProcess::create_core_locked() {
   opts.header_provider = [this] { return make_header(); };
   std::string capture_error;
   opts.capture = capture_options(&capture_error);
+  std::string chunk_error;
+  if (auto kib = tracer_setting("chunk_kib")) {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(kib->c_str(), &end, 10);
+    if (end != kib->c_str() && *end == '\0' && v >= 64 && v <= 65536)
+      opts.handoff_bytes = size_t(v) << 10;
+    else
+      chunk_error = "setting chunk_kib=" + *kib + " ignored (takes 64 to 65536): buffers of " +
+                    std::to_string(opts.handoff_bytes >> 10) + " KiB";
+  }
   recorder_ = new TraceRecorder(opts);
+  if (!chunk_error.empty()) {
+    std::fprintf(stderr, "streamrace: %s in pid %d\n", chunk_error.c_str(), int(getpid()));
+    recorder_->add_notice(trace::NoticeLevel::kWarning, chunk_error);
+  }
   if (!capture_error.empty()) {
     std::fprintf(stderr, "streamrace: capture settings ignored in pid %d: %s; the whole run is traced\n", int(getpid()),
                  capture_error.c_str());

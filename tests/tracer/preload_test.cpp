@@ -436,6 +436,47 @@ TEST_F(PreloadTest, ATracerLoadedAfterStartUpRecordsEveryThreadsCalls) {
   }
 }
 
+// Setting chunk_kib: a thread's records handed to the flusher every N KiB. 2,000 runs of the
+// framework with 64 KiB buffers (the least) hand over many buffers: every record reaches the
+// file, once, sequence numbers without a gap, and nothing is dropped. A value outside 64..65536
+// is refused, on stderr and in the trace, and the default taken.
+TEST_F(PreloadTest, ChunkKibHandsSmallBuffersOverWithoutLosingRecords) {
+  for (const char* value : {"64", "8", "lots"}) {
+    SCOPED_TRACE(value);
+    fs::remove_all(traces_);
+    fs::create_directories(traces_);
+    auto r = run("RANK=1 FAKE_NCCL_LOG=/dev/null STREAMRACE_CHUNK_KIB=" + std::string(value),
+                 "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' many");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    auto files = trace_files();
+    ASSERT_EQ(files.size(), 1u);
+    auto t = read_trace(files[0].string());
+    EXPECT_TRUE(t.stats.complete);
+    std::vector<std::string> notices;
+    for (const auto& n : t.of(RecordKind::kNotice))
+      notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+    const std::string refused =
+        "setting chunk_kib=" + std::string(value) + " ignored (takes 64 to 65536): buffers of 4096 KiB";
+    if (std::string(value) == "64") {
+      EXPECT_EQ(r.err, "");
+      EXPECT_EQ(notices, std::vector<std::string>{});
+    } else {
+      EXPECT_EQ(notices, std::vector<std::string>{refused});
+      EXPECT_NE(r.err.find("streamrace: " + refused + " in pid "), std::string::npos) << r.err;
+    }
+    std::vector<uint64_t> seqs;
+    for (const auto& rec : t.records) {
+      if (rec.kind == RecordKind::kNotice) continue;
+      trace::CallInfo ci;
+      std::memcpy(&ci, rec.body.data(), sizeof ci);
+      seqs.push_back(ci.seq);
+    }
+    ASSERT_EQ(seqs.size(), 2000u * 8u);
+    std::sort(seqs.begin(), seqs.end());
+    for (size_t i = 0; i < seqs.size(); ++i) ASSERT_EQ(seqs[i], seqs[0] + i) << i;
+  }
+}
+
 // Setting host_clock=tsc: where the kernel keeps CLOCK_MONOTONIC with the time-stamp counter,
 // the records' host times come from the counter, scaled by the flusher (tracer/host_clock.h);
 // the framework runs twice, 450 ms apart, so the second run's records are timed by the counter
