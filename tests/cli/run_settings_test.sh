@@ -91,7 +91,7 @@ check "torch_allocator=0 in STREAMRACE_OPTIONS" "0" "$out"
 
 err=$("${clean[@]}" STREAMRACE_OPTIONS="stacks=none bogus=1" "$sr" run -- true 2>&1)
 rc=$?
-check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind kernel_signatures launch_memo defer_scan timing runtime_launches host_accesses torch_allocator step_range steps window ring launch_corpus self_time bench_cut host_clock disable precise precise_start precise_patches precise_module_filter precise_debug precise_sample precise_unpatch precise_graph_nodes)" "$rc: $err"
+check "unknown STREAMRACE_OPTIONS key: exit 2" "2: streamrace run: error: STREAMRACE_OPTIONS: unknown setting 'bogus' (known: out stacks python_sites native_unwind kernel_signatures launch_memo defer_scan timing runtime_launches host_accesses torch_allocator step_range steps window ring launch_corpus self_time bench_cut chunk_kib host_clock disable precise precise_start precise_patches precise_module_filter precise_debug precise_sample precise_unpatch precise_graph_nodes)" "$rc: $err"
 err=$("${clean[@]}" "$sr" run --confirm --precise=all -- true 2>&1)
 rc=$?
 check "--confirm with --precise: exit 2" "2: streamrace run: --confirm chooses the kernels for precise mode itself; leave out --precise" "$rc: $err"

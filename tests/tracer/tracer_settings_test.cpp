@@ -33,7 +33,7 @@ TEST(TracerSettings, MalformedOptionsSayWhatIsWrong) {
   EXPECT_EQ(parse_tracer_options("stacks").error, "'stacks' is not KEY=VALUE");
   EXPECT_EQ(parse_tracer_options("stack=none").error,
             "unknown setting 'stack' (known: out stacks python_sites native_unwind kernel_signatures launch_memo defer_scan timing runtime_launches "
-            "host_accesses torch_allocator step_range steps window ring launch_corpus self_time bench_cut host_clock disable precise precise_start precise_patches "
+            "host_accesses torch_allocator step_range steps window ring launch_corpus self_time bench_cut chunk_kib host_clock disable precise precise_start precise_patches "
             "precise_module_filter precise_debug precise_sample precise_unpatch precise_graph_nodes)");
   EXPECT_EQ(parse_tracer_options("out='/tmp").error, "the value of 'out' has no closing quote");
   EXPECT_EQ(parse_tracer_options("out='/a'b").error, "blank expected after the quoted value of 'out'");
