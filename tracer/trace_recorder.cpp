@@ -328,7 +328,7 @@ void TraceRecorder::open_now() {
   ensure_open_locked(need && opts_.header_provider ? &h : nullptr);
 }
 
-void TraceRecorder::flush_locked(bool nonblocking, bool final) {
+void TraceRecorder::flush_locked(bool nonblocking, bool final, bool drain_only) {
   if (windowed_) {
     flush_windowed_locked(nonblocking, final);
     return;
@@ -343,8 +343,22 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final) {
     } else {
       reg.lock();
     }
-    drain_buffers_locked(nonblocking, drained);
+    drain_buffers_locked(nonblocking, drained, /*append=*/true);
   }
+  if (drain_only) {
+    size_t waiting = 0;
+    for (const auto& c : drained) waiting += c.bytes();
+    if (waiting < kWriteBytes) return;
+  }
+  // What was drained is written below (or, without a file to write to, dropped): the builders
+  // are emptied for the next drain however this returns.
+  struct Emptied {
+    std::vector<trace::ChunkBuilder>& d;
+    ~Emptied() {
+      if (d.size() > 2) d.resize(2);  // after a burst, the memory goes back
+      for (auto& c : d) c.clear();
+    }
+  } emptied{drained};
   const bool none = drained.empty() || drained.front().empty();
   // Interned strings alone (no record yet) never create the file.
   if (none && !writer_ && deferred_unresolved_ == 0) return;
@@ -394,7 +408,7 @@ trace::ChunkBuilder TraceRecorder::definitions_locked(const std::vector<std::pai
   return defs;
 }
 
-void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained) {
+void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained, bool append) {
   std::vector<DrainedRange> ranges;
   std::vector<std::unique_ptr<ThreadChunk>> done;  // drained full chunks, recycled after the copy
   for (size_t i = 0; i < buffers_.size();) {
@@ -471,9 +485,12 @@ void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::Ch
   size_t next_item = 0;
   // Into builders of up to 8 MiB (one compressed chunk each), reused from the last drain so
   // that their pages are faulted in once; each record copied whole (a range is whole records).
-  if (drained.size() > 2) drained.resize(2);  // after a burst, the memory goes back
-  for (auto& c : drained) c.clear();
-  size_t out_index = 0;
+  if (!append) {
+    if (drained.size() > 2) drained.resize(2);  // after a burst, the memory goes back
+    for (auto& c : drained) c.clear();
+  }
+  size_t out_index = 0;  // appending: after the last builder that holds records
+  while (out_index + 1 < drained.size() && !drained[out_index + 1].empty()) ++out_index;
   for (const DrainedRange& r : ranges) {
     if (drained.empty()) drained.emplace_back();
     if (drained[out_index].bytes() + (r.to - r.from) > (8u << 20) && !drained[out_index].empty()) {
@@ -596,13 +613,24 @@ void TraceRecorder::flusher_main() {
       ensure_open_locked(&header);
   }
   std::unique_lock wl(wake_mu_);
+  const auto period = std::chrono::milliseconds(opts_.period_ms);
+  auto last_write = std::chrono::steady_clock::now();
   while (!stop_) {
-    wake_.wait_for(wl, std::chrono::milliseconds(opts_.period_ms), [this] { return stop_ || handed_off_; });
+    wake_.wait_until(wl, last_write + period, [this] { return stop_ || handed_off_; });
     if (stop_) break;
     handed_off_ = false;
     wl.unlock();
-    flush();
-    host_clock::adjust();  // setting host_clock=tsc: the counter's scale, once a period
+    // A chunk handed off before the period is up: drained now (the thread gets it back while
+    // it is still in the CPU's caches), written with the period's flush.
+    const auto now = std::chrono::steady_clock::now();
+    if (now < last_write + period) {
+      FlushLock lock(*this);
+      flush_locked(false, false, /*drain_only=*/true);
+    } else {
+      flush();
+      last_write = now;
+      host_clock::adjust();  // setting host_clock=tsc: the counter's scale, once a period
+    }
     wl.lock();
   }
 }

@@ -224,7 +224,7 @@ void TracerProcess::create_core_locked() {
       opts.handoff_bytes = size_t(v) << 10;
     else
       chunk_error = "setting chunk_kib=" + *kib + " ignored (takes 64 to 65536): buffers of " +
-                    std::to_string(opts.handoff_bytes >> 10) + " KiB";
+                    std::to_string(opts.handoff_bytes >> 10) + " KiB";  // the default
   }
   recorder_ = new TraceRecorder(opts);
   if (!chunk_error.empty()) {

@@ -74,10 +74,10 @@ inline constexpr TracerSetting kTracerSettings[] = {
      "a locked add to the sequence counter), so that overhead can be taken apart on the GPU machine; launches are "
      "then missing from the trace. 6: every record written, its sequence number taken without a locked add "
      "(records of threads that call at once may share one)"},
-    {"chunk_kib", "STREAMRACE_CHUNK_KIB", "64..65536", "4096",
-     "the most a thread's records fill (KiB) before the buffer is handed to the flusher, which is woken then; "
-     "smaller buffers are handed over more often, and their memory is written again sooner (still in the CPU's "
-     "caches)"},
+    {"chunk_kib", "STREAMRACE_CHUNK_KIB", "64..65536", "256",
+     "the most a thread's records fill (KiB) before the buffer is handed to the flusher, which is woken to drain "
+     "it; smaller buffers are handed over more often, and their memory is written again sooner (still in the "
+     "CPU's caches). Drained records are written every 200 ms or once 4 MiB wait, whatever the size"},
     {"host_clock", "STREAMRACE_HOST_CLOCK", "monotonic|tsc", "monotonic",
      "host times: clock_gettime(CLOCK_MONOTONIC) per record, or (tsc) the time-stamp counter scaled to it, where "
      "the kernel's clocksource is tsc (cheaper per record; experimental)"},

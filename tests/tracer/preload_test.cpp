@@ -456,7 +456,7 @@ TEST_F(PreloadTest, ChunkKibHandsSmallBuffersOverWithoutLosingRecords) {
     for (const auto& n : t.of(RecordKind::kNotice))
       notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
     const std::string refused =
-        "setting chunk_kib=" + std::string(value) + " ignored (takes 64 to 65536): buffers of 4096 KiB";
+        "setting chunk_kib=" + std::string(value) + " ignored (takes 64 to 65536): buffers of 256 KiB";
     if (std::string(value) == "64") {
       EXPECT_EQ(r.err, "");
       EXPECT_EQ(notices, std::vector<std::string>{});
