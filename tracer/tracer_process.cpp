@@ -142,6 +142,19 @@ std::string nccl_version() {
   return active_any;
 }
 
+// Setting chunk_kib: a thread's record chunk in bytes (RecorderOptions::handoff_bytes), or the
+// default with `why` set.
+size_t chunk_bytes(std::string* why) {
+  const size_t fallback = RecorderOptions{}.handoff_bytes;
+  auto kib = tracer_setting("chunk_kib");
+  if (!kib) return fallback;
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(kib->c_str(), &end, 10);
+  if (end != kib->c_str() && *end == '\0' && v >= 64 && v <= 65536) return size_t(v) << 10;
+  if (why) *why = "setting chunk_kib=" + *kib + " ignored (takes 64 to 65536): buffers of " + std::to_string(fallback >> 10) + " KiB";
+  return fallback;
+}
+
 // The capture settings; the whole run (and one line on stderr, and a notice) when they do not
 // parse: the tracer cannot stop the program, and a trace of everything loses nothing.
 CaptureOptions capture_options(std::string* why) {
@@ -217,15 +230,7 @@ void TracerProcess::create_core_locked() {
   std::string capture_error;
   opts.capture = capture_options(&capture_error);
   std::string chunk_error;
-  if (auto kib = tracer_setting("chunk_kib")) {
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(kib->c_str(), &end, 10);
-    if (end != kib->c_str() && *end == '\0' && v >= 64 && v <= 65536)
-      opts.handoff_bytes = size_t(v) << 10;
-    else
-      chunk_error = "setting chunk_kib=" + *kib + " ignored (takes 64 to 65536): buffers of " +
-                    std::to_string(opts.handoff_bytes >> 10) + " KiB";  // the default
-  }
+  opts.handoff_bytes = chunk_bytes(&chunk_error);
   recorder_ = new TraceRecorder(opts);
   if (!chunk_error.empty()) {
     std::fprintf(stderr, "streamrace: %s in pid %d\n", chunk_error.c_str(), int(getpid()));
@@ -576,6 +581,7 @@ void TracerProcess::after_fork_in_child() {
   opts.path = next_trace_path();
   opts.header_provider = [this] { return make_header(); };
   opts.capture = capture_options(nullptr);
+  opts.handoff_bytes = chunk_bytes(nullptr);
   recorder_ = new TraceRecorder(opts);
   stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
   stacks_->set_python_sites(tracer_setting("python_sites").value_or("1") != "0");
