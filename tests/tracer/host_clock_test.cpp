@@ -30,7 +30,9 @@ class HostClock : public ::testing::Test {
     const uint64_t t0 = host_clock::clock_ns();
     host_clock::start_tsc();
     host_clock::adjust();  // too early: no baseline yet
-    if (host_clock::clock_ns() - t0 < uint64_t(host_clock::kMinBaselineNs)) EXPECT_FALSE(host_clock::on_tsc());
+    if (host_clock::clock_ns() - t0 < uint64_t(host_clock::kMinBaselineNs)) {
+      EXPECT_FALSE(host_clock::on_tsc());
+    }
     usleep(useconds_t(host_clock::kMinBaselineNs / 1000 + 10000));
     host_clock::adjust();
     EXPECT_TRUE(host_clock::on_tsc());
