@@ -339,11 +339,17 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final, bool drain_only) 
   {
     std::unique_lock reg(registry_mu_, std::defer_lock);
     if (nonblocking) {
-      if (!reg.try_lock()) return;
+      // A fatal signal's flush with the registry taken (a thread being added): no drain, but
+      // what earlier drains kept is written below.
+      if (reg.try_lock()) {
+        drain_buffers_locked(nonblocking, drained, /*append=*/true);
+      } else if (drained.empty() || drained.front().empty()) {
+        return;
+      }
     } else {
       reg.lock();
+      drain_buffers_locked(nonblocking, drained, /*append=*/true);
     }
-    drain_buffers_locked(nonblocking, drained, /*append=*/true);
   }
   if (drain_only) {
     size_t waiting = 0;

@@ -255,7 +255,8 @@ class TraceRecorder {
   void start_flusher();
   void flusher_main();
   // Requires flush_mu_. `nonblocking`: skip buffers whose lock is taken.
-  // `drain_only` (the flusher woken by a handed-off chunk before its period is up): the
+  // `drain_only` (the flusher woken by a handed-off chunk before its period is up; not in
+  // windowed mode, whose every flush writes: tracer_process keeps its chunks at 4 MiB): the
   // threads' records are drained (their chunks go back to them, still in the CPU's caches) and
   // kept, and written only once kWriteBytes of them wait; any other flush writes them all.
   void flush_locked(bool nonblocking, bool final = false, bool drain_only = false);

@@ -143,9 +143,10 @@ std::string nccl_version() {
 }
 
 // Setting chunk_kib: a thread's record chunk in bytes (RecorderOptions::handoff_bytes), or the
-// default with `why` set.
-size_t chunk_bytes(std::string* why) {
-  const size_t fallback = RecorderOptions{}.handoff_bytes;
+// default with `why` set: 256 KiB, or 4 MiB under a capture window or ring (`windowed`), whose
+// writer flushes at every handoff (a chunk of its own each time) as it did with 4 MiB chunks.
+size_t chunk_bytes(std::string* why, bool windowed) {
+  const size_t fallback = windowed ? size_t(4) << 20 : RecorderOptions{}.handoff_bytes;
   auto kib = tracer_setting("chunk_kib");
   if (!kib) return fallback;
   char* end = nullptr;
@@ -230,7 +231,7 @@ void TracerProcess::create_core_locked() {
   std::string capture_error;
   opts.capture = capture_options(&capture_error);
   std::string chunk_error;
-  opts.handoff_bytes = chunk_bytes(&chunk_error);
+  opts.handoff_bytes = chunk_bytes(&chunk_error, opts.capture.active());
   recorder_ = new TraceRecorder(opts);
   if (!chunk_error.empty()) {
     std::fprintf(stderr, "streamrace: %s in pid %d\n", chunk_error.c_str(), int(getpid()));
@@ -581,7 +582,7 @@ void TracerProcess::after_fork_in_child() {
   opts.path = next_trace_path();
   opts.header_provider = [this] { return make_header(); };
   opts.capture = capture_options(nullptr);
-  opts.handoff_bytes = chunk_bytes(nullptr);
+  opts.handoff_bytes = chunk_bytes(nullptr, opts.capture.active());
   recorder_ = new TraceRecorder(opts);
   stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
   stacks_->set_python_sites(tracer_setting("python_sites").value_or("1") != "0");

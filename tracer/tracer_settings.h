@@ -77,7 +77,8 @@ inline constexpr TracerSetting kTracerSettings[] = {
     {"chunk_kib", "STREAMRACE_CHUNK_KIB", "64..65536", "256",
      "the most a thread's records fill (KiB) before the buffer is handed to the flusher, which is woken to drain "
      "it; smaller buffers are handed over more often, and their memory is written again sooner (still in the "
-     "CPU's caches). Drained records are written every 200 ms or once 4 MiB wait, whatever the size"},
+     "CPU's caches). Drained records are written every 200 ms or once 4 MiB wait, whatever the size. Under a "
+     "capture window or ring (steps, window, ring) the default is 4096, and each handoff writes"},
     {"host_clock", "STREAMRACE_HOST_CLOCK", "monotonic|tsc", "monotonic",
      "host times: clock_gettime(CLOCK_MONOTONIC) per record, or (tsc) the time-stamp counter scaled to it, where "
      "the kernel's clocksource is tsc (cheaper per record; experimental)"},
