@@ -342,13 +342,13 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final, bool drain_only) 
       // A fatal signal's flush with the registry taken (a thread being added): no drain, but
       // what earlier drains kept is written below.
       if (reg.try_lock()) {
-        drain_buffers_locked(nonblocking, drained, /*append=*/true);
+        drain_buffers_locked(nonblocking, drained);
       } else if (drained.empty() || drained.front().empty()) {
         return;
       }
     } else {
       reg.lock();
-      drain_buffers_locked(nonblocking, drained, /*append=*/true);
+      drain_buffers_locked(nonblocking, drained);
     }
   }
   if (drain_only) {
@@ -360,10 +360,7 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final, bool drain_only) 
   // are emptied for the next drain however this returns.
   struct Emptied {
     std::vector<trace::ChunkBuilder>& d;
-    ~Emptied() {
-      if (d.size() > 2) d.resize(2);  // after a burst, the memory goes back
-      for (auto& c : d) c.clear();
-    }
+    ~Emptied() { empty_builders(d); }
   } emptied{drained};
   const bool none = drained.empty() || drained.front().empty();
   // Interned strings alone (no record yet) never create the file.
@@ -414,7 +411,12 @@ trace::ChunkBuilder TraceRecorder::definitions_locked(const std::vector<std::pai
   return defs;
 }
 
-void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained, bool append) {
+void TraceRecorder::empty_builders(std::vector<trace::ChunkBuilder>& drained) {
+  if (drained.size() > 2) drained.resize(2);  // after a burst, the memory goes back
+  for (auto& c : drained) c.clear();
+}
+
+void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained) {
   std::vector<DrainedRange> ranges;
   std::vector<std::unique_ptr<ThreadChunk>> done;  // drained full chunks, recycled after the copy
   for (size_t i = 0; i < buffers_.size();) {
@@ -491,11 +493,7 @@ void TraceRecorder::drain_buffers_locked(bool nonblocking, std::vector<trace::Ch
   size_t next_item = 0;
   // Into builders of up to 8 MiB (one compressed chunk each), reused from the last drain so
   // that their pages are faulted in once; each record copied whole (a range is whole records).
-  if (!append) {
-    if (drained.size() > 2) drained.resize(2);  // after a burst, the memory goes back
-    for (auto& c : drained) c.clear();
-  }
-  size_t out_index = 0;  // appending: after the last builder that holds records
+  size_t out_index = 0;  // after the last builder that holds records
   while (out_index + 1 < drained.size() && !drained[out_index + 1].empty()) ++out_index;
   for (const DrainedRange& r : ranges) {
     if (drained.empty()) drained.emplace_back();
@@ -552,6 +550,7 @@ void TraceRecorder::flush_windowed_locked(bool nonblocking, bool final) {
         final = false;  // nothing is placed without its boundaries
       }
     }
+    empty_builders(drained);  // the last windowed flush placed all it drained
     drain_buffers_locked(nonblocking, drained);
   }
   auto stacks = stacks_.take_pending(strings_);

@@ -265,9 +265,10 @@ class TraceRecorder {
   // Requires flush_mu_ and registry_mu_: copies every thread buffer's unflushed records into
   // `drained` (skipping buffers whose lock is taken when `nonblocking`), forgets dead threads'
   // buffers, recycles drained chunks and gives a spare to each thread that filled one.
-  // `append`: after what `drained` holds (records a drain-only flush kept); otherwise it is
-  // emptied first.
-  void drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained, bool append = false);
+  // The records go after what `drained` holds (what a drain-only flush kept).
+  void drain_buffers_locked(bool nonblocking, std::vector<trace::ChunkBuilder>& drained);
+  // Empties the builders for the next drain (and gives back all but two).
+  static void empty_builders(std::vector<trace::ChunkBuilder>& drained);
   // Requires flush_mu_: the definitions chunk of one flush (strings, stacks, and a notice of
   // the records dropped since the last one).
   trace::ChunkBuilder definitions_locked(const std::vector<std::pair<uint32_t, std::string>>& strings,

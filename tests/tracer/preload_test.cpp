@@ -168,9 +168,7 @@ TEST_F(PreloadTest, RingModeAssemblesItsTraceAtExitAndAtAFatalSignal) {
     EXPECT_EQ(t.header.extra.at("capture"), "ring 2");
     EXPECT_EQ(t.header.extra.at("ring_steps_seen"), "0");
     EXPECT_EQ(t.records.size() - t.of(RecordKind::kNotice).size(), 8u) << mode;
-    std::vector<std::string> notices;
-    for (const auto& n : t.of(RecordKind::kNotice))
-      notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+    std::vector<std::string> notices = t.notice_texts();
     EXPECT_EQ(notices, std::vector<std::string>{"ring mode: no step marker (NVTX range 'step') was seen, so nothing "
                                                 "was dropped: the whole run is one step"});
   }
@@ -208,9 +206,7 @@ TEST_F(PreloadTest, RingOfAKilledProcessIsLeftWholeAndSalvages) {
   EXPECT_EQ(t.header.extra.at("ring_salvaged"), "1");
   EXPECT_EQ(t.header.producer, "libstreamrace 0.1.0");
   EXPECT_EQ(t.records.size() - t.of(RecordKind::kNotice).size(), 8u);
-  std::vector<std::string> notices;
-  for (const auto& n : t.of(RecordKind::kNotice))
-    notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+  std::vector<std::string> notices = t.notice_texts();
   EXPECT_EQ(notices, (std::vector<std::string>{
                          "ring mode: no step marker (NVTX range 'step') was seen, so nothing was dropped: the whole "
                          "run is one step",
@@ -328,9 +324,7 @@ TEST_F(PreloadTest, SelfTimeCountsEachPartOfTheTracersOwnWork) {
   auto files = trace_files();
   ASSERT_EQ(files.size(), 1u);
   auto t = read_trace(files[0].string());
-  std::vector<std::string> notices;
-  for (const auto& n : t.of(RecordKind::kNotice))
-    notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+  std::vector<std::string> notices = t.notice_texts();
   ASSERT_EQ(notices.size(), 1u);
   EXPECT_EQ(notices[0], m[1].str());
 }
@@ -452,9 +446,7 @@ TEST_F(PreloadTest, ChunkKibHandsSmallBuffersOverWithoutLosingRecords) {
     ASSERT_EQ(files.size(), 1u);
     auto t = read_trace(files[0].string());
     EXPECT_TRUE(t.stats.complete);
-    std::vector<std::string> notices;
-    for (const auto& n : t.of(RecordKind::kNotice))
-      notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+    std::vector<std::string> notices = t.notice_texts();
     const std::string refused =
         "setting chunk_kib=" + std::string(value) + " ignored (takes 64 to 65536): buffers of 256 KiB";
     if (std::string(value) == "64") {
@@ -508,9 +500,7 @@ TEST_F(PreloadTest, HostClockTscTimesRecordsOnTheMonotonicClock) {
     ASSERT_EQ(files.size(), 1u);
     auto t = read_trace(files[0].string());
     EXPECT_TRUE(t.stats.complete);
-    std::vector<std::string> notices;
-    for (const auto& n : t.of(RecordKind::kNotice))
-      notices.emplace_back(n.body.begin() + sizeof(trace::NoticeHead), n.body.end());
+    std::vector<std::string> notices = t.notice_texts();
     const bool counter = std::string(value) == "tsc" && source == "tsc";
     if (counter) {
       EXPECT_EQ(r.err, "");

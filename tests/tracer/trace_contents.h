@@ -47,6 +47,13 @@ struct TraceContents {
       if (r.kind == k) out.push_back(r);
     return out;
   }
+  // The text of every Notice, in file order.
+  std::vector<std::string> notice_texts() const {
+    std::vector<std::string> out;
+    for (auto& r : records)
+      if (r.kind == trace::RecordKind::kNotice) out.emplace_back(r.body.begin() + sizeof(trace::NoticeHead), r.body.end());
+    return out;
+  }
   std::string str(uint32_t id) const {
     auto it = strings.find(id);
     return it == strings.end() ? "<undefined " + std::to_string(id) + ">" : it->second;
