@@ -410,6 +410,7 @@ void to_json(json& j, const TraceSummary& t) {
            {"mode", t.mode},         {"records", t.records},   {"accesses", t.accesses},
            {"complete", t.complete}, {"truncated", t.truncated}};
   if (!t.capture.empty()) j["capture"] = t.capture;  // only windowed traces carry it
+  if (t.dropped_records != 0) j["dropped_records"] = t.dropped_records;  // only traces the tracer dropped records of
 }
 
 void from_json(const json& j, TraceSummary& t) {
@@ -424,6 +425,7 @@ void from_json(const json& j, TraceSummary& t) {
   t.complete = get_or<bool>(j, "complete", false);
   t.truncated = get_or<bool>(j, "truncated", false);
   t.capture = get_or<std::string>(j, "capture", "");
+  t.dropped_records = get_or<uint64_t>(j, "dropped_records", 0);
 }
 
 void to_json(json& j, const AnalysisResult& r) {

@@ -135,6 +135,9 @@ struct TraceSummary {
   // The trace records only part of the run (a capture window or a ring that dropped steps):
   // what the tracer was told ("steps 10:20", "ring 4"); empty for a whole run.
   std::string capture;
+  // Records the tracer itself dropped (its notices "N records dropped: ..." and "N kernel
+  // launches dropped: ..."): a race may hide behind them, so the verdict is partial.
+  uint64_t dropped_records = 0;
   // Precise mode: the kernels (names as in findings) with at least one measured launch in
   // this trace. Kept in memory for `run --confirm` (not part of the JSON document).
   std::vector<std::string> measured_kernels;
@@ -164,7 +167,14 @@ struct AnalysisResult {
   // CUDA graph launches that were not analysed (graphs not made by a stream capture the trace
   // shows, or holding work it cannot show). Non-zero: the verdict is partial, never clean.
   uint64_t unanalysed_graph_launches = 0;
-  bool partial() const { return unanalysed_graph_launches != 0; }
+  // Records the tracer dropped, over all traces (TraceSummary::dropped_records).
+  uint64_t dropped_records() const {
+    uint64_t n = 0;
+    for (const auto& t : traces) n += t.dropped_records;
+    return n;
+  }
+  // Graph launches not analysed or records dropped: the verdict is partial, never clean.
+  bool partial() const { return unanalysed_graph_launches != 0 || dropped_records() != 0; }
   // Traces that record only part of their run (TraceSummary::capture): their verdict is the
   // recorded part's.
   size_t windowed_traces() const {

@@ -4,6 +4,7 @@
 #include "analyzer/kernel_signature.h"
 #include "traceformat/call_stream.h"
 
+#include <charconv>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -268,6 +269,14 @@ void TraceAnalysis::dispatch(const RecordView& r) {
           text.compare(kChanged.size(), std::string::npos, "ok") != 0 && summary_.capture_status == "ok") {
         blind(text.substr(kChanged.size()));
         return;
+      }
+      // Records the tracer dropped (trace_recorder.cpp's warnings): the verdict is partial.
+      if (h.level == NoticeLevel::kWarning) {
+        uint64_t n = 0;
+        const auto [rest, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+        const std::string_view after(rest, size_t(text.data() + text.size() - rest));
+        if (ec == std::errc() && n != 0 && (after.starts_with(" records dropped: ") || after.starts_with(" kernel launches dropped: ")))
+          summary_.dropped_records += n;
       }
       notices_.push_back({lvl, path_, std::move(text)});
       return;

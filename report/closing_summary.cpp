@@ -18,9 +18,11 @@ std::string closing_summary(const analysis::AnalysisResult& r, const SummaryCoun
   if (size_t windowed = r.windowed_traces())
     s += fmt::format("; {} trace{} recorded in part (a capture window or ring): the verdict covers what was recorded",
                      windowed, windowed == 1 ? "" : "s");
-  if (r.partial())
+  if (r.unanalysed_graph_launches != 0)
     s += fmt::format("; partial: {} CUDA graph launch{} not analysed", r.unanalysed_graph_launches,
                      r.unanalysed_graph_launches == 1 ? "" : "es");
+  if (uint64_t dropped = r.dropped_records())
+    s += fmt::format("; partial: the tracer dropped {} record{}", dropped, dropped == 1 ? "" : "s");
   return s;
 }
 

@@ -101,11 +101,16 @@ std::string summary_line(const AnalysisResult& r, size_t left_out_baselined) {
   if (r.findings.empty() && blind)
     return fmt::format("streamrace: no verdict: {} of {} trace{} captured no CUDA calls (see the errors above)", blind,
                        traces, traces == 1 ? "" : "s");
-  if (r.findings.empty() && r.partial())
+  if (r.findings.empty() && r.partial() && r.unanalysed_graph_launches != 0)
     return fmt::format(
         "streamrace: partial verdict: no races found in {} trace{}, but {} CUDA graph launch{} not analysed "
         "(see the warnings above)",
         traces, traces == 1 ? "" : "s", r.unanalysed_graph_launches, r.unanalysed_graph_launches == 1 ? " was" : "es were");
+  if (r.findings.empty() && r.partial())
+    return fmt::format(
+        "streamrace: partial verdict: no races found in {} trace{}, but the tracer dropped {} record{} "
+        "(see the warnings above)",
+        traces, traces == 1 ? "" : "s", r.dropped_records(), r.dropped_records() == 1 ? "" : "s");
   if (r.findings.empty() && left_out_baselined)
     return fmt::format("streamrace: no new races in {} trace{}{}", traces, traces == 1 ? "" : "s", baselined);
   if (r.findings.empty() && r.windowed_traces())

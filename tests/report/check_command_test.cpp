@@ -187,6 +187,25 @@ TEST_F(CheckCommand, UnanalysedInputGivesNoVerdictNotAPass) {
               std::string::npos)
         << b.out;
   }
+  // Records the tracer dropped (its buffer outgrew its limit): analysed as far as they go, never
+  // a pass; `analyze` says why.
+  std::filesystem::create_directories(dir_.path() / "dropped");
+  {
+    trace::TraceBuilder b(dir_.file("dropped/rank0.srace"), trace::TraceBuilder::default_header(0));
+    b.create_stream();
+    b.notice(trace::NoticeLevel::kWarning, "7 records dropped: a thread's buffer outgrew its limit");
+  }
+  auto d = streamrace("check dropped --no-color");
+  EXPECT_EQ(d.status, 2) << d.out << d.err;
+  EXPECT_NE(d.out.find("\nstreamrace check: 0 new findings, 0 suppressed - NO VERDICT (input not wholly analysed)\n"),
+            std::string::npos)
+      << d.out;
+  auto da = streamrace("analyze dropped --no-color");
+  EXPECT_EQ(da.status, 2) << da.out << da.err;
+  EXPECT_NE(da.out.find("streamrace: partial verdict: no races found in 1 trace, but the tracer dropped 7 records "
+                        "(see the warnings above)"),
+            std::string::npos)
+      << da.out;
   auto fixed = streamrace("check fixed");  // analysed whole and clean: still passes
   EXPECT_EQ(fixed.status, 0) << fixed.out;
 }
