@@ -1,10 +1,13 @@
 // NativeUnwinder: see native_unwind.h.
 #include "tracer/native_unwind.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
@@ -36,10 +39,24 @@ struct Rule {
   uint64_t slot() const { return (v >> 32) & 0xFFFF; }
   uint64_t fp_off() const { return (v >> 48) & 0xFFFF; }
   bool trusted() const {
-    return v != 0 && !poisoned() && obs() >= 2 && (terminal() || ((sp_ok() || fp_ok()) && (fp_same() || fp_slot())));
+    // Without fp_same or fp_slot the caller's frame pointer is unknown: the fast walk goes on
+    // only while no later frame needs it for its CFA.
+    return v != 0 && !poisoned() && obs() >= 2 && (terminal() || sp_ok() || fp_ok());
   }
 };
 constexpr uint64_t kPoisoned = 1u << 9;
+
+// Why a pc was poisoned (diagnostics: NativeUnwinder::why_slow()).
+enum Poison : unsigned { kBadStep = 1, kSteppedPastEnd, kNoRule, kEndedAfterStep };
+const char* poison_text(unsigned why) {
+  switch (why) {
+    case kBadStep: return "the reference step did not find the return address at its CFA - 8";
+    case kSteppedPastEnd: return "a walk ended here once and stepped past it later";
+    case kNoRule: return "neither the stack pointer nor the frame pointer gives its CFA at a fixed offset";
+    case kEndedAfterStep: return "a walk stepped past it once and ended here later";
+    default: return "unknown";
+  }
+}
 
 // The rules, shared by all threads: open addressing on the pc, never deleted (a pc of code
 // that is unloaded and replaced keeps its rule only until the periodic check disagrees).
@@ -51,6 +68,21 @@ struct Slot {
 Slot g_rules[kSlots];
 std::atomic<bool> g_fast_on{true};
 std::atomic<uint64_t> g_fast{0}, g_reference{0}, g_checked{0}, g_mismatches{0};
+// Why fast walks gave up (each then took the reference walk), and the first poisoned pc that
+// stopped one: diagnostics for the summary line, relaxed and approximate.
+std::atomic<uint64_t> g_gave_up_bounds{0}, g_gave_up_poisoned{0}, g_gave_up_frame{0}, g_gave_up_fp{0};
+std::atomic<uint64_t> g_first_poisoned_pc{0}, g_first_poisoned_depth{0};
+// The last poisoning: pc, why, and the offsets observed before (old) and at it (new).
+std::atomic<uint64_t> g_poison_pc{0}, g_poison_why{0}, g_poison_old{0}, g_poison_sp_off{0}, g_poison_fp_off{0};
+
+void poison(std::atomic<uint64_t>* slot, uint64_t pc, unsigned why, uint64_t old, uint64_t sp_off, uint64_t fp_off) {
+  slot->store(kPoisoned, std::memory_order_relaxed);
+  g_poison_pc.store(pc, std::memory_order_relaxed);
+  g_poison_why.store(why, std::memory_order_relaxed);
+  g_poison_old.store(old, std::memory_order_relaxed);
+  g_poison_sp_off.store(sp_off, std::memory_order_relaxed);
+  g_poison_fp_off.store(fp_off, std::memory_order_relaxed);
+}
 
 size_t slot_of(uint64_t pc) { return size_t((pc * 0x9E3779B97F4A7C15ull) >> 48) & (kSlots - 1); }
 
@@ -138,7 +170,7 @@ void learn(const StackBounds& b, const RegState& s, const RegState& next) {
   if (old.poisoned()) return;
   const uint64_t cfa = next.sp;
   if (cfa <= s.sp || !in_stack(b, cfa - 8) || load(cfa - 8) != next.ip) {
-    slot->store(kPoisoned, std::memory_order_relaxed);
+    poison(slot, s.ip, kBadStep, old.v, cfa - s.sp, cfa - s.fp);
     return;
   }
   const uint64_t sp_off = cfa - s.sp;
@@ -166,10 +198,15 @@ void learn(const StackBounds& b, const RegState& s, const RegState& next) {
     if (old.fp_same() && next.fp != s.fp) v &= ~uint64_t(1u << 6);
     if (old.fp_slot() && (!in_stack(b, cfa - old.slot()) || load(cfa - old.slot()) != next.fp))
       v &= ~uint64_t(1u << 7);
-    if (old.terminal()) v = kPoisoned;  // ended a walk once, stepped on now: no fixed rule
+    if (old.terminal()) {  // ended a walk once, stepped on now: no fixed rule
+      poison(slot, s.ip, kSteppedPastEnd, old.v, sp_off, fp_off);
+      return;
+    }
   }
-  Rule nr{v};
-  if (!nr.poisoned() && (!(nr.sp_ok() || nr.fp_ok()) || !(nr.fp_same() || nr.fp_slot()))) v = kPoisoned;
+  if (const Rule nr{v}; !(nr.sp_ok() || nr.fp_ok())) {
+    poison(slot, s.ip, kNoRule, old.v, sp_off, fp_off);
+    return;
+  }
   slot->store(v, std::memory_order_relaxed);
 }
 
@@ -179,7 +216,7 @@ void learn_terminal(uint64_t ip) {
   Rule old{slot->load(std::memory_order_relaxed)};
   if (old.poisoned()) return;
   if (old.v != 0 && !old.terminal()) {
-    slot->store(kPoisoned, std::memory_order_relaxed);
+    poison(slot, ip, kEndedAfterStep, old.v, 0, 0);
     return;
   }
   const unsigned obs = old.v == 0 ? 1 : (old.obs() < 15 ? old.obs() + 1 : 15);
@@ -253,20 +290,42 @@ __attribute__((noinline)) size_t reference_walk(const RegState& start, Output& o
 enum class Walk { kDone, kLearn, kGiveUp };
 Walk fast_walk(const RegState& start, Output& out) {
   const StackBounds b = walk_bounds(start);
-  if (!b.usable || !in_stack(b, start.sp)) return Walk::kGiveUp;
+  if (!b.usable || !in_stack(b, start.sp)) {
+    g_gave_up_bounds.fetch_add(1, std::memory_order_relaxed);
+    return Walk::kGiveUp;
+  }
   RegState s = start;
+  bool fp_known = true;  // s.fp is the frame's real frame pointer
   for (size_t steps = 0; steps < kMaxSteps && !out.full(); ++steps) {
     const Rule r = find_rule_fast(s.ip);
-    if (r.poisoned()) return Walk::kGiveUp;
+    if (r.poisoned()) {
+      if (g_gave_up_poisoned.fetch_add(1, std::memory_order_relaxed) == 0) {
+        g_first_poisoned_pc.store(s.ip, std::memory_order_relaxed);
+        g_first_poisoned_depth.store(steps, std::memory_order_relaxed);
+      }
+      return Walk::kGiveUp;
+    }
     if (!r.trusted()) return Walk::kLearn;
     if (r.terminal()) return Walk::kDone;
+    if (!r.sp_ok() && !fp_known) {  // the CFA needs a frame pointer an inner frame did not keep
+      g_gave_up_fp.fetch_add(1, std::memory_order_relaxed);
+      return Walk::kGiveUp;
+    }
     const uint64_t cfa = r.sp_ok() ? s.sp + r.sp_off() : s.fp + r.fp_off();
-    if (cfa <= s.sp || !in_stack(b, cfa - 8)) return Walk::kGiveUp;
+    if (cfa <= s.sp || !in_stack(b, cfa - 8)) {
+      g_gave_up_frame.fetch_add(1, std::memory_order_relaxed);
+      return Walk::kGiveUp;
+    }
     const uint64_t ra = load(cfa - 8);
     uint64_t fp = s.fp;
     if (r.fp_slot()) {
-      if (!in_stack(b, cfa - r.slot())) return Walk::kGiveUp;
+      if (!in_stack(b, cfa - r.slot())) {
+        g_gave_up_frame.fetch_add(1, std::memory_order_relaxed);
+        return Walk::kGiveUp;
+      }
       fp = load(cfa - r.slot());
+    } else if (!r.fp_same()) {
+      fp_known = false;
     }
     s = RegState{ra, cfa, fp};
     if (ra == 0) return Walk::kDone;
@@ -321,5 +380,42 @@ NativeUnwinder::Counts NativeUnwinder::counts() {
 }
 
 bool NativeUnwinder::fast_path_on() { return g_fast_on.load(std::memory_order_relaxed); }
+
+namespace {
+// "libcuda.so.1+0x2a3f1 (symbol)" for a code address.
+std::string where(uint64_t pc) {
+  Dl_info info{};
+  char buf[64];
+  if (pc == 0 || dladdr(reinterpret_cast<const void*>(pc), &info) == 0 || info.dli_fname == nullptr) {
+    std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(pc));
+    return buf;
+  }
+  std::string file = info.dli_fname;
+  if (const size_t slash = file.rfind('/'); slash != std::string::npos) file = file.substr(slash + 1);
+  std::snprintf(buf, sizeof buf, "+0x%llx", static_cast<unsigned long long>(pc - reinterpret_cast<uint64_t>(info.dli_fbase)));
+  std::string out = file + buf;
+  if (info.dli_sname != nullptr) out += std::string(" (") + info.dli_sname + ")";
+  return out;
+}
+}  // namespace
+
+std::string NativeUnwinder::why_slow() {
+  const uint64_t poisoned = g_gave_up_poisoned.load(), outside = g_gave_up_bounds.load(), frame = g_gave_up_frame.load(),
+                 fp = g_gave_up_fp.load();
+  if (poisoned + outside + frame + fp == 0) return "";
+  std::string s = "fast walks given up: " + std::to_string(poisoned) + " at a pc without a fixed rule";
+  if (poisoned != 0)
+    s += " (first " + where(g_first_poisoned_pc.load()) + ", frame " + std::to_string(g_first_poisoned_depth.load()) + ")";
+  s += ", " + std::to_string(fp) + " at a frame pointer not kept, " + std::to_string(outside) + " on a stack of unknown bounds, " +
+       std::to_string(frame) + " at a frame outside the stack";
+  if (const uint64_t pc = g_poison_pc.load(); pc != 0) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, " (old rule 0x%llx, CFA - sp 0x%llx, CFA - fp 0x%llx)",
+                  static_cast<unsigned long long>(g_poison_old.load()), static_cast<unsigned long long>(g_poison_sp_off.load()),
+                  static_cast<unsigned long long>(g_poison_fp_off.load()));
+    s += "; last pc given no rule: " + where(pc) + ": " + poison_text(unsigned(g_poison_why.load())) + buf;
+  }
+  return s;
+}
 
 }  // namespace streamrace::tracer

@@ -5,7 +5,9 @@
 // of a training loop repeat, and at one return address (pc) the compiler's rule for finding
 // the caller is fixed: the canonical frame address (CFA, the caller's stack pointer) is the
 // stack pointer or the frame pointer plus a constant, the return address sits at CFA - 8, and
-// the caller's frame pointer is either untouched or saved at CFA - slot. So each reference
+// the caller's frame pointer is untouched, saved at CFA - slot, or (in a frame that uses the
+// register for something else and saved it where the walk did not find it every time) not
+// known: then the fast walk goes on only while no outer frame needs it. So each reference
 // walk also *learns* that rule for every pc it passes, from the registers libunwind reports
 // before and after each step, and a pc's rule is trusted once two observations agree. A walk
 // whose every pc has a trusted rule then costs a table lookup and two loads per frame.
@@ -20,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 namespace streamrace::tracer {
 
@@ -37,6 +40,9 @@ class NativeUnwinder {
   };
   static Counts counts();
   static bool fast_path_on();
+  // Empty while every fast walk that was tried finished; else how many gave up and why, with the
+  // first pc that stopped one and the last pc given no rule (module+offset): for the summary line.
+  static std::string why_slow();
 };
 
 }  // namespace streamrace::tracer

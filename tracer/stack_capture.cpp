@@ -227,7 +227,8 @@ std::string StackCapture::python_sites_summary() const {
          (native_cached_ ? (NativeUnwinder::fast_path_on() ? "cached" : "cached, off after a mismatch") : "dwarf") +
          ", " + std::to_string(NativeUnwinder::counts().fast) + " learned, " +
          std::to_string(NativeUnwinder::counts().reference) + " dwarf, " +
-         std::to_string(NativeUnwinder::counts().mismatches) + " mismatches";
+         std::to_string(NativeUnwinder::counts().mismatches) + " mismatches" +
+         (NativeUnwinder::why_slow().empty() ? "" : "; " + NativeUnwinder::why_slow());
 }
 
 namespace {
