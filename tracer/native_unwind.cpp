@@ -376,7 +376,8 @@ __attribute__((noinline, optimize("no-optimize-sibling-calls"))) size_t NativeUn
 }
 
 NativeUnwinder::Counts NativeUnwinder::counts() {
-  return Counts{g_fast.load(), g_reference.load(), g_checked.load(), g_mismatches.load()};
+  return Counts{g_fast.load(), g_reference.load(), g_checked.load(), g_mismatches.load(),
+                g_gave_up_poisoned.load() + g_gave_up_bounds.load() + g_gave_up_frame.load() + g_gave_up_fp.load()};
 }
 
 bool NativeUnwinder::fast_path_on() { return g_fast_on.load(std::memory_order_relaxed); }
@@ -398,6 +399,13 @@ std::string where(uint64_t pc) {
   return out;
 }
 }  // namespace
+
+std::string NativeUnwinder::slow_notice(const Counts& c, const std::string& why) {
+  if (c.gave_up < kSlowNotice || c.gave_up <= c.fast) return "";
+  return "native stacks were slow: " + std::to_string(c.gave_up) + " of " + std::to_string(c.gave_up + c.fast) +
+         " walks could not follow learned unwind rules and took the DWARF walk (microseconds each; the "
+         "stacks are right, the job ran slower)" + (why.empty() ? "" : ": " + why);
+}
 
 std::string NativeUnwinder::why_slow() {
   const uint64_t poisoned = g_gave_up_poisoned.load(), outside = g_gave_up_bounds.load(), frame = g_gave_up_frame.load(),

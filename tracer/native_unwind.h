@@ -37,12 +37,17 @@ class NativeUnwinder {
   // Counters for diagnostics and tests (approximate under threads).
   struct Counts {
     uint64_t fast = 0, reference = 0, checked = 0, mismatches = 0;
+    uint64_t gave_up = 0;  // learned walks that gave up (each then took the reference walk)
   };
   static Counts counts();
   static bool fast_path_on();
   // Empty while every fast walk that was tried finished; else how many gave up and why, with the
   // first pc that stopped one and the last pc given no rule (module+offset): for the summary line.
   static std::string why_slow();
+  // The trace's warning when most native stacks took the slow walk: at least kSlowNotice learned
+  // walks gave up and fewer finished; else "". `why` is why_slow().
+  static constexpr uint64_t kSlowNotice = 1000;
+  static std::string slow_notice(const Counts& c, const std::string& why);
 };
 
 }  // namespace streamrace::tracer

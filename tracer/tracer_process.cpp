@@ -23,6 +23,7 @@
 #include "tracer/self_time.h"
 #include "tracer/launch_corpus.h"
 #include "tracer/tracer_settings.h"
+#include "tracer/native_unwind.h"
 
 namespace streamrace::tracer {
 
@@ -552,6 +553,10 @@ void TracerProcess::at_exit() {
     const std::string t = self_time::summary();
     std::fprintf(stderr, "streamrace (pid %d): %s\n", int(getpid()), t.c_str());
     recorder().add_notice(trace::NoticeLevel::kInfo, t);
+  }
+  if (stacks_ != nullptr) {
+    if (const std::string slow = NativeUnwinder::slow_notice(NativeUnwinder::counts(), NativeUnwinder::why_slow()); !slow.empty())
+      recorder().add_notice(trace::NoticeLevel::kWarning, slow);
   }
   if (stacks_ != nullptr && tracer_setting("python_sites").value_or("1") == "2")
     std::fprintf(stderr, "streamrace (pid %d): %s\n", int(getpid()), stacks_->python_sites_summary().c_str());

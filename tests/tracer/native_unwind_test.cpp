@@ -213,6 +213,28 @@ TEST(NativeUnwinder, AnOuterFrameNeedingTheLostFramePointerFallsBack) {
 }
 #endif
 
+// The trace's warning at exit: only when most native stacks took the slow walk, and a
+// thousand of them at least (a few give-ups while rules are learned say nothing).
+TEST(NativeUnwinder, SlowWalksGetAWarningOnlyWhenMostWereSlow) {
+  NativeUnwinder::Counts c;
+  c.gave_up = 620061;
+  c.fast = 0;
+  EXPECT_EQ(NativeUnwinder::slow_notice(c, "fast walks given up: 620061 at a pc without a fixed rule"),
+            "native stacks were slow: 620061 of 620061 walks could not follow learned unwind rules and took the DWARF "
+            "walk (microseconds each; the stacks are right, the job ran slower): fast walks given up: 620061 at a pc "
+            "without a fixed rule");
+  c.fast = 617630;
+  c.gave_up = 3000;
+  EXPECT_EQ(NativeUnwinder::slow_notice(c, "x"), "");
+  c.fast = 10;
+  c.gave_up = 999;
+  EXPECT_EQ(NativeUnwinder::slow_notice(c, "x"), "");
+  c.gave_up = 1000;
+  EXPECT_EQ(NativeUnwinder::slow_notice(c, ""),
+            "native stacks were slow: 1000 of 1010 walks could not follow learned unwind rules and took the DWARF "
+            "walk (microseconds each; the stacks are right, the job ran slower)");
+}
+
 TEST(NativeUnwinder, ShortLimitsAndThreadsAgreeToo) {
   Probe shallow;
   shallow.max = 3;
