@@ -71,7 +71,7 @@ std::atomic<uint64_t> g_fast{0}, g_reference{0}, g_checked{0}, g_mismatches{0};
 // Why fast walks gave up (each then took the reference walk), and the first poisoned pc that
 // stopped one: diagnostics for the summary line, relaxed and approximate.
 std::atomic<uint64_t> g_gave_up_bounds{0}, g_gave_up_poisoned{0}, g_gave_up_frame{0}, g_gave_up_fp{0};
-std::atomic<uint64_t> g_first_poisoned_pc{0}, g_first_poisoned_depth{0};
+std::atomic<uint64_t> g_first_poisoned_pc{0}, g_first_poisoned_depth{0}, g_first_fp_pc{0};
 // The last poisoning: pc, why, and the offsets observed before (old) and at it (new).
 std::atomic<uint64_t> g_poison_pc{0}, g_poison_why{0}, g_poison_old{0}, g_poison_sp_off{0}, g_poison_fp_off{0};
 
@@ -98,8 +98,10 @@ Rule find_rule(uint64_t pc) {
 // The calling thread's copy of the trusted rules it used: the shared table is 1 MiB and a
 // launch walks 30-40 frames through CUDA's libraries after the driver's own work has left the
 // caches cold, so a small direct-mapped per-thread copy keeps the lookups in L1/L2. Only
-// trusted rules are copied; a trusted rule is final (poisoning it later is caught by the
-// sampled comparison with the DWARF walk).
+// trusted rules are copied, and a copy is never updated: a later observation that poisons the
+// rule or drops one of its parts (a frame-pointer slot, the stack pointer's offset) reaches only
+// threads that had not copied it. A copy that has become wrong gives wrong return addresses until
+// the sampled comparison with the DWARF walk turns the fast path off for the process.
 struct ThreadRules {
   static constexpr size_t kEntries = 1024;
   uint64_t pc[kEntries] = {};
@@ -308,7 +310,7 @@ Walk fast_walk(const RegState& start, Output& out) {
     if (!r.trusted()) return Walk::kLearn;
     if (r.terminal()) return Walk::kDone;
     if (!r.sp_ok() && !fp_known) {  // the CFA needs a frame pointer an inner frame did not keep
-      g_gave_up_fp.fetch_add(1, std::memory_order_relaxed);
+      if (g_gave_up_fp.fetch_add(1, std::memory_order_relaxed) == 0) g_first_fp_pc.store(s.ip, std::memory_order_relaxed);
       return Walk::kGiveUp;
     }
     const uint64_t cfa = r.sp_ok() ? s.sp + r.sp_off() : s.fp + r.fp_off();
@@ -324,6 +326,7 @@ Walk fast_walk(const RegState& start, Output& out) {
         return Walk::kGiveUp;
       }
       fp = load(cfa - r.slot());
+      fp_known = true;  // the caller's own, from where this frame saved it
     } else if (!r.fp_same()) {
       fp_known = false;
     }
@@ -376,8 +379,12 @@ __attribute__((noinline, optimize("no-optimize-sibling-calls"))) size_t NativeUn
 }
 
 NativeUnwinder::Counts NativeUnwinder::counts() {
-  return Counts{g_fast.load(), g_reference.load(), g_checked.load(), g_mismatches.load(),
-                g_gave_up_poisoned.load() + g_gave_up_bounds.load() + g_gave_up_frame.load() + g_gave_up_fp.load()};
+  return Counts{g_fast.load(),
+                g_reference.load(),
+                g_checked.load(),
+                g_mismatches.load(),
+                g_gave_up_poisoned.load() + g_gave_up_bounds.load() + g_gave_up_frame.load() + g_gave_up_fp.load(),
+                g_gave_up_fp.load()};
 }
 
 bool NativeUnwinder::fast_path_on() { return g_fast_on.load(std::memory_order_relaxed); }
@@ -414,8 +421,9 @@ std::string NativeUnwinder::why_slow() {
   std::string s = "fast walks given up: " + std::to_string(poisoned) + " at a pc without a fixed rule";
   if (poisoned != 0)
     s += " (first " + where(g_first_poisoned_pc.load()) + ", frame " + std::to_string(g_first_poisoned_depth.load()) + ")";
-  s += ", " + std::to_string(fp) + " at a frame pointer not kept, " + std::to_string(outside) + " on a stack of unknown bounds, " +
-       std::to_string(frame) + " at a frame outside the stack";
+  s += ", " + std::to_string(fp) + " at a frame pointer not kept";
+  if (fp != 0) s += " (first " + where(g_first_fp_pc.load()) + ", whose frame needs it)";
+  s += ", " + std::to_string(outside) + " on a stack of unknown bounds, " + std::to_string(frame) + " at a frame outside the stack";
   if (const uint64_t pc = g_poison_pc.load(); pc != 0) {
     char buf[160];
     std::snprintf(buf, sizeof buf, " (old rule 0x%llx, CFA - sp 0x%llx, CFA - fp 0x%llx)",

@@ -37,7 +37,8 @@ class NativeUnwinder {
   // Counters for diagnostics and tests (approximate under threads).
   struct Counts {
     uint64_t fast = 0, reference = 0, checked = 0, mismatches = 0;
-    uint64_t gave_up = 0;  // learned walks that gave up (each then took the reference walk)
+    uint64_t gave_up = 0;     // learned walks that gave up (each then took the reference walk)
+    uint64_t gave_up_fp = 0;  // of them, at a frame whose CFA needs a frame pointer not kept
   };
   static Counts counts();
   static bool fast_path_on();
