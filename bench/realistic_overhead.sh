@@ -549,6 +549,14 @@ if self_rows:
             md.append(f"| {job} | {part} | {med[0]:.2f} | {med[1]:.0f} | {med[2]:.3f} |")
     md.append("")
 note_lines = [l.rstrip() for l in open(notes) if l.strip()]
+# The tracer's summary line (python_sites=2) says when learned native walks gave up: those runs
+# paid DWARF walks (session 40: a C++ loop's launch 14.5 µs instead of ~0.7), worth a note.
+slow_re = re.compile(r"native walks: [^;]*, ([0-9]+) learned, ([0-9]+) dwarf[^;]*; (fast walks given up: [^;]*)")
+for r in rows:
+    m = slow_re.search(r["info"])
+    if m and int(m.group(2)) > int(m.group(1)):
+        note_lines.append(f"round {r['round']} {r['job']} {r['config']}: native stacks mostly took the DWARF walk "
+                          f"({m.group(1)} learned, {m.group(2)} dwarf): {m.group(3)}")
 md += ["## Skipped, failed and other notes", ""] + ([f"- {l}" for l in note_lines] or ["- none"])
 md += ["", f"Total wall time of the script: {time.time() - t_start:.0f} s.", ""]
 with open(os.path.join(out, "realistic_overhead.md"), "w") as f:

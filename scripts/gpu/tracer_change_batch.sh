@@ -14,8 +14,9 @@
 # Env: OUT (default /tmp/tracer_change), PIN (default 2-9: taskset for the overhead runs),
 # RR_S (180), LAUNCH_ROUNDS (5), ZERO2_ROUNDS (2), LAUNCH_CONFIGS and ZERO2_CONFIGS ("streamrace
 # baseline"; add floor_cbids for CUPTI's own cost in the same rounds), LAUNCH_S (120), ZERO2_S (200),
-# SKIP (a regex of steps to skip: rerecord, launch, zero2, selftime), LAUNCH_JOBS (launch_ab;
-# "launch_ab native_ab" adds the C++ loop of empty launches with native stacks), SELFTIME_CONFIGS ("selftime"; "selftime baseline_selftime" compares the
+# SKIP (a regex of steps to skip: rerecord, launch, zero2, selftime), LAUNCH_JOBS ("launch_ab
+# native_ab": the Python loop and the C++ loop of empty launches with native stacks, whose
+# 20-fold regression went unseen from session 28 to 40 while only the Python loop ran), SELFTIME_CONFIGS ("selftime"; "selftime baseline_selftime" compares the
 # two builds part by part in one run), SELFTIME_JOB (zero2_ab; launch_ab for the loop's parts),
 # SELFTIME_ROUNDS (1), SELFTIME_S (its deadline, 70).
 # Results (at most 5 files: the device call brings back 8 at most):
@@ -42,7 +43,7 @@ overhead() {  # name job configs rounds deadline
   tail -2 "$OUT/$1.log"
 }
 if [[ ! -f "$BASELINE_LIB" ]]; then echo "no BASELINE_LIB ($BASELINE_LIB): the A/B steps run the carried tracer alone"; fi
-step launch && overhead launch "${LAUNCH_JOBS:-launch_ab}" "${LAUNCH_CONFIGS:-streamrace baseline}" "${LAUNCH_ROUNDS:-5}" "${LAUNCH_S:-120}"
+step launch && overhead launch "${LAUNCH_JOBS:-launch_ab native_ab}" "${LAUNCH_CONFIGS:-streamrace baseline}" "${LAUNCH_ROUNDS:-5}" "${LAUNCH_S:-120}"
 step zero2 && overhead zero2 zero2_ab "${ZERO2_CONFIGS:-streamrace baseline}" "${ZERO2_ROUNDS:-2}" "${ZERO2_S:-200}"
 step selftime && overhead selftime "${SELFTIME_JOB:-zero2_ab}" "${SELFTIME_CONFIGS:-selftime}" "${SELFTIME_ROUNDS:-1}" "${SELFTIME_S:-70}"
 echo "== done at $(( $(date +%s) - t0 )) s"
