@@ -131,9 +131,10 @@ __attribute__((noinline)) void both_walks(void* arg) {
   auto* p = static_cast<Probe*>(arg);
   uint64_t pcs[2][64];
   size_t n[2];
-  for (volatile int i = 0; i < 2; i = i + 1) {  // one call instruction for both (no unrolling)
+  volatile int i = 0;
+  for (int k = i; k < 2; k = i) {  // one call instruction for both (no unrolling)
+    i = k + 1;
     NativeUnwinder u;
-    const int k = i;
     n[k] = u.capture(pcs[k], p->max, nullptr, nullptr, /*fast=*/k == 1);
   }
   ++p->compared;

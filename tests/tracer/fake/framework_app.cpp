@@ -39,7 +39,7 @@ volatile int g_handled = 0;
 void own_handler(int, siginfo_t* info, void*) {
   char* a = static_cast<char*>(info->si_addr);
   if (g_page == nullptr || a < g_page || a >= g_page + 4096) _exit(70);
-  ++g_handled;
+  g_handled = g_handled + 1;
   mprotect(g_page, 4096, PROT_READ | PROT_WRITE);
 }
 char* read_only_page() {
