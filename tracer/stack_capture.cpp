@@ -220,15 +220,15 @@ std::string StackCapture::python_sites_summary() const {
   uint64_t hits = counts_->hits.load();
   if (const auto* mine = static_cast<const SiteCache*>(thread_state().python_sites); mine != nullptr && mine->hits == &counts_->hits)
     hits += mine->pending_hits;
+  const NativeUnwinder::Counts walks = NativeUnwinder::counts();
   const std::string slow = NativeUnwinder::why_slow();
   return std::string("python call sites: ") + (python_sites_ ? python_.site_key_state() : "disabled") + ", " +
          std::to_string(hits) + " hits, " + std::to_string(counts_->misses.load()) + " misses (" + std::to_string(counts_->rekeys.load()) +
          " of them with a stack seen before), " + std::to_string(counts_->checks.load()) + " checked, " +
          std::to_string(counts_->mismatches.load()) + " mismatches; native walks: " +
          (native_cached_ ? (NativeUnwinder::fast_path_on() ? "cached" : "cached, off after a mismatch") : "dwarf") +
-         ", " + std::to_string(NativeUnwinder::counts().fast) + " learned, " +
-         std::to_string(NativeUnwinder::counts().reference) + " dwarf, " +
-         std::to_string(NativeUnwinder::counts().mismatches) + " mismatches" + (slow.empty() ? "" : "; " + slow);
+         ", " + std::to_string(walks.fast) + " learned, " + std::to_string(walks.reference) + " dwarf, " +
+         std::to_string(walks.mismatches) + " mismatches" + (slow.empty() ? "" : "; " + slow);
 }
 
 namespace {

@@ -93,6 +93,12 @@ class PreloadTest : public ::testing::Test {
     return run("FAKE_NCCL_LOG=/dev/null STREAMRACE_PYTHON_SITES=2 STREAMRACE_STACKS=python",
                python + " '" + script.string() + "' '" SR_FAKE_FRAMEWORK "' " + gil);
   }
+  // The fake framework app run in `mode` with `env`, into an emptied trace directory.
+  Result run_framework(const std::string& env, const std::string& mode) {
+    fs::remove_all(traces_);
+    fs::create_directories(traces_);
+    return run(env, "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' " + mode);
+  }
   std::vector<fs::path> trace_files() const {
     std::vector<fs::path> out;
     for (auto& e : fs::directory_iterator(traces_)) out.push_back(e.path());
@@ -437,10 +443,7 @@ TEST_F(PreloadTest, ATracerLoadedAfterStartUpRecordsEveryThreadsCalls) {
 TEST_F(PreloadTest, ChunkKibHandsSmallBuffersOverWithoutLosingRecords) {
   for (const char* value : {"64", "8", "lots"}) {
     SCOPED_TRACE(value);
-    fs::remove_all(traces_);
-    fs::create_directories(traces_);
-    auto r = run("RANK=1 FAKE_NCCL_LOG=/dev/null STREAMRACE_CHUNK_KIB=" + std::string(value),
-                 "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' many");
+    auto r = run_framework("RANK=1 FAKE_NCCL_LOG=/dev/null STREAMRACE_CHUNK_KIB=" + std::string(value), "many");
     ASSERT_EQ(r.rc, 0) << r.err;
     auto files = trace_files();
     ASSERT_EQ(files.size(), 1u);
@@ -489,11 +492,8 @@ TEST_F(PreloadTest, HostClockTscTimesRecordsOnTheMonotonicClock) {
   }
   for (const char* value : {"tsc", "sundial"}) {
     SCOPED_TRACE(value);
-    fs::remove_all(traces_);
-    fs::create_directories(traces_);
     const uint64_t before = now();
-    auto r = run("RANK=1 FAKE_NCCL_LOG=/dev/null STREAMRACE_HOST_CLOCK=" + std::string(value),
-                 "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' twice");
+    auto r = run_framework("RANK=1 FAKE_NCCL_LOG=/dev/null STREAMRACE_HOST_CLOCK=" + std::string(value), "twice");
     const uint64_t after = now();
     ASSERT_EQ(r.rc, 0) << r.err;
     auto files = trace_files();
@@ -527,7 +527,9 @@ TEST_F(PreloadTest, HostClockTscTimesRecordsOnTheMonotonicClock) {
       SCOPED_TRACE(i);
       EXPECT_GE(times[i].second, before);
       EXPECT_LE(times[i].second, after);
-      if (i > 0) EXPECT_GE(times[i].second, times[i - 1].second);
+      if (i > 0) {
+        EXPECT_GE(times[i].second, times[i - 1].second);
+      }
     }
     const uint64_t gap = times[8].second - times[7].second;
     EXPECT_GE(gap, 450'000'000u);
