@@ -411,6 +411,7 @@ void to_json(json& j, const TraceSummary& t) {
            {"complete", t.complete}, {"truncated", t.truncated}};
   if (!t.capture.empty()) j["capture"] = t.capture;  // only windowed traces carry it
   if (t.dropped_records != 0) j["dropped_records"] = t.dropped_records;  // only traces the tracer dropped records of
+  if (t.missing_records != 0) j["missing_records"] = t.missing_records;  // only traces with call records missing
 }
 
 void from_json(const json& j, TraceSummary& t) {
@@ -426,6 +427,7 @@ void from_json(const json& j, TraceSummary& t) {
   t.truncated = get_or<bool>(j, "truncated", false);
   t.capture = get_or<std::string>(j, "capture", "");
   t.dropped_records = get_or<uint64_t>(j, "dropped_records", 0);
+  t.missing_records = get_or<uint64_t>(j, "missing_records", 0);
 }
 
 void to_json(json& j, const AnalysisResult& r) {

@@ -138,6 +138,12 @@ struct TraceSummary {
   // Records the tracer itself dropped (its notices "N records dropped: ..." and "N kernel
   // launches dropped: ..."): a race may hide behind them, so the verdict is partial.
   uint64_t dropped_records = 0;
+  // Call records missing from the sequence (their numbers never came: lost with a killed
+  // process's unwritten buffers, or damage): a race may hide behind them, so the verdict is partial.
+  uint64_t missing_records = 0;
+  // The file ends without the tracer's end-of-trace marker or inside a chunk (the process was
+  // killed, or the file was cut): what came after is unknown, so the verdict is partial.
+  bool cut_short() const { return !complete || truncated; }
   // Precise mode: the kernels (names as in findings) with at least one measured launch in
   // this trace. Kept in memory for `run --confirm` (not part of the JSON document).
   std::vector<std::string> measured_kernels;
@@ -174,7 +180,20 @@ struct AnalysisResult {
     return n;
   }
   // Graph launches not analysed or records dropped: the verdict is partial, never clean.
-  bool partial() const { return unanalysed_graph_launches != 0 || dropped_records() != 0; }
+  // Traces cut short (TraceSummary::cut_short) and call records missing over all traces.
+  size_t cut_short_traces() const {
+    size_t n = 0;
+    for (const auto& t : traces) n += t.cut_short();
+    return n;
+  }
+  uint64_t missing_records() const {
+    uint64_t n = 0;
+    for (const auto& t : traces) n += t.missing_records;
+    return n;
+  }
+  bool partial() const {
+    return unanalysed_graph_launches != 0 || dropped_records() != 0 || cut_short_traces() != 0 || missing_records() != 0;
+  }
   // Traces that record only part of their run (TraceSummary::capture): their verdict is the
   // recorded part's.
   size_t windowed_traces() const {

@@ -222,6 +222,7 @@ void TraceAnalysis::finish(CallStream& stream, RecordObserver* observer) {
   summary_.records = stream.read_stats().records;
   summary_.complete = stream.read_stats().complete;
   summary_.truncated = stream.read_stats().truncated;
+  summary_.missing_records = stream.stats().seq_gaps;
   if (comm_rank_ >= 0) summary_.rank = comm_rank_;
   owned_dict_ = stream.release_dictionary();
   dict_ = &owned_dict_;

@@ -23,6 +23,10 @@ std::string closing_summary(const analysis::AnalysisResult& r, const SummaryCoun
                      r.unanalysed_graph_launches == 1 ? "" : "es");
   if (uint64_t dropped = r.dropped_records())
     s += fmt::format("; partial: the tracer dropped {} record{}", dropped, dropped == 1 ? "" : "s");
+  if (size_t cut = r.cut_short_traces())
+    s += fmt::format("; partial: {} trace{} cut short (no end-of-trace marker)", cut, cut == 1 ? "" : "s");
+  if (uint64_t missing = r.missing_records())
+    s += fmt::format("; partial: {} call record{} missing", missing, missing == 1 ? "" : "s");
   return s;
 }
 

@@ -2,9 +2,11 @@
 #include "report/text_report.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace streamrace::report {
 
@@ -106,11 +108,17 @@ std::string summary_line(const AnalysisResult& r, size_t left_out_baselined) {
         "streamrace: partial verdict: no races found in {} trace{}, but {} CUDA graph launch{} not analysed "
         "(see the warnings above)",
         traces, traces == 1 ? "" : "s", r.unanalysed_graph_launches, r.unanalysed_graph_launches == 1 ? " was" : "es were");
-  if (r.findings.empty() && r.partial())
-    return fmt::format(
-        "streamrace: partial verdict: no races found in {} trace{}, but the tracer dropped {} record{} "
-        "(see the warnings above)",
-        traces, traces == 1 ? "" : "s", r.dropped_records(), r.dropped_records() == 1 ? "" : "s");
+  if (r.findings.empty() && r.partial()) {
+    std::vector<std::string> why;
+    if (uint64_t n = r.dropped_records()) why.push_back(fmt::format("the tracer dropped {} record{}", n, n == 1 ? "" : "s"));
+    if (size_t n = r.cut_short_traces())
+      why.push_back(fmt::format("{} trace{} end{} without the tracer's end-of-trace marker (cut short)", n,
+                                n == 1 ? "" : "s", n == 1 ? "s" : ""));
+    if (uint64_t n = r.missing_records())
+      why.push_back(fmt::format("{} call record{} {} missing", n, n == 1 ? "" : "s", n == 1 ? "is" : "are"));
+    return fmt::format("streamrace: partial verdict: no races found in {} trace{}, but {} (see the warnings above)", traces,
+                       traces == 1 ? "" : "s", fmt::join(why, "; "));
+  }
   if (r.findings.empty() && left_out_baselined)
     return fmt::format("streamrace: no new races in {} trace{}{}", traces, traces == 1 ? "" : "s", baselined);
   if (r.findings.empty() && r.windowed_traces())

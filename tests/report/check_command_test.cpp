@@ -206,6 +206,45 @@ TEST_F(CheckCommand, UnanalysedInputGivesNoVerdictNotAPass) {
                         "(see the warnings above)"),
             std::string::npos)
       << da.out;
+  // A trace cut short (a killed process: its last chunk cut, no end-of-trace marker): the whole
+  // chunks are analysed; clean, the verdict is partial, never a pass; a race in them still fails.
+  for (const bool racy : {false, true}) {
+    const std::string name = racy ? "cut_racy" : "cut_clean";
+    std::filesystem::create_directories(dir_.path() / name);
+    const std::string file = dir_.file(name + "/rank0.srace");
+    {
+      trace::TraceBuilder b(file, trace::TraceBuilder::default_header(0));
+      const uint64_t s1 = b.create_stream(), s2 = b.create_stream();
+      const uint64_t buf = b.alloc(4096), out = b.alloc(4096);
+      b.memset(s1, buf, 4096);
+      if (!racy) {
+        const uint64_t e = b.create_event();
+        b.record_event(e, s1);
+        b.wait_event(s2, e);
+      }
+      b.memcpy(s2, out, buf, 4096);
+      b.flush();  // a whole chunk
+      b.memset(s2, out, 4096);
+    }
+    std::filesystem::resize_file(file, std::filesystem::file_size(file) - 16);  // the last chunk cut
+    auto a = streamrace("analyze " + name + " --no-color");
+    EXPECT_EQ(a.status, racy ? 1 : 2) << a.out << a.err;
+    EXPECT_NE(a.out.find("truncated at offset"), std::string::npos) << a.out;
+    if (racy) {
+      EXPECT_NE(a.out.find("SUMMARY: streamrace: 1 race (1 certain, 0 possible) in 1 trace; partial: 1 trace cut short "
+                           "(no end-of-trace marker)"),
+                std::string::npos)
+          << a.out;
+    } else {
+      EXPECT_NE(a.out.find("streamrace: partial verdict: no races found in 1 trace, but 1 trace ends without the "
+                           "tracer's end-of-trace marker (cut short) (see the warnings above)"),
+                std::string::npos)
+          << a.out;
+      auto c = streamrace("check " + name + " --no-color");
+      EXPECT_EQ(c.status, 2) << c.out << c.err;
+      EXPECT_NE(c.out.find("NO VERDICT (input not wholly analysed)"), std::string::npos) << c.out;
+    }
+  }
   auto fixed = streamrace("check fixed");  // analysed whole and clean: still passes
   EXPECT_EQ(fixed.status, 0) << fixed.out;
 }

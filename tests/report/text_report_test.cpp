@@ -22,6 +22,7 @@ TEST(TextReport, BundledZeroTraceMatchesGolden) {
 TEST(TextReport, CleanSummaryLine) {
   analysis::AnalysisResult r;
   r.traces.resize(2);
+  for (auto& t : r.traces) t.complete = true;  // each ends with the tracer's end-of-trace marker
   r.accesses = 12;
   EXPECT_EQ(report::summary_line(r), "streamrace: no races found in 2 traces (12 accesses checked)");
 }
@@ -45,6 +46,7 @@ TEST(TextReport, UnanalysedGraphLaunchesGiveAPartialVerdict) {
   analysis::AnalysisResult r;
   r.traces.resize(1);
   r.traces[0].capture_status = "ok";
+  r.traces[0].complete = true;
   r.unanalysed_graph_launches = 3;
   EXPECT_TRUE(r.partial());
   EXPECT_EQ(report::summary_line(r),
@@ -54,6 +56,36 @@ TEST(TextReport, UnanalysedGraphLaunchesGiveAPartialVerdict) {
             "SUMMARY: streamrace: 0 races (0 certain, 0 possible) in 1 trace; partial: 3 CUDA graph launches not analysed");
 }
 
+// A trace cut short (no end-of-trace marker: a killed process, a cut file) or missing call
+// records makes the verdict partial, never clean; each reason is named.
+TEST(TextReport, TracesCutShortOrMissingRecordsGiveAPartialVerdict) {
+  analysis::AnalysisResult r;
+  r.traces.resize(2);
+  for (auto& t : r.traces) {
+    t.capture_status = "ok";
+    t.complete = true;
+  }
+  r.accesses = 40;
+  EXPECT_FALSE(r.partial());
+  r.traces[1].complete = false;
+  r.traces[1].truncated = true;
+  EXPECT_TRUE(r.partial());
+  EXPECT_EQ(report::summary_line(r),
+            "streamrace: partial verdict: no races found in 2 traces, but 1 trace ends without the tracer's "
+            "end-of-trace marker (cut short) (see the warnings above)");
+  EXPECT_EQ(report::closing_summary(r),
+            "SUMMARY: streamrace: 0 races (0 certain, 0 possible) in 2 traces; partial: 1 trace cut short (no "
+            "end-of-trace marker)");
+  r.traces[0].missing_records = 3;
+  r.traces[0].dropped_records = 1;
+  EXPECT_EQ(report::summary_line(r),
+            "streamrace: partial verdict: no races found in 2 traces, but the tracer dropped 1 record; 1 trace ends "
+            "without the tracer's end-of-trace marker (cut short); 3 call records are missing (see the warnings above)");
+  EXPECT_EQ(report::closing_summary(r),
+            "SUMMARY: streamrace: 0 races (0 certain, 0 possible) in 2 traces; partial: the tracer dropped 1 record; "
+            "partial: 1 trace cut short (no end-of-trace marker); partial: 3 call records missing");
+}
+
 // A trace that recorded only part of its run (a capture window, a ring that dropped steps):
 // its clean verdict says so in the summary line and the SUMMARY line; a whole run's does not.
 TEST(TextReport, AWindowedTracesVerdictCoversWhatWasRecorded) {
@@ -61,6 +93,7 @@ TEST(TextReport, AWindowedTracesVerdictCoversWhatWasRecorded) {
   r.traces.resize(2);
   r.traces[0].capture_status = "ok";
   r.traces[1].capture_status = "ok";
+  for (auto& t : r.traces) t.complete = true;
   r.accesses = 40;
   EXPECT_EQ(report::summary_line(r), "streamrace: no races found in 2 traces (40 accesses checked)");
   EXPECT_EQ(report::closing_summary(r), "SUMMARY: streamrace: 0 races (0 certain, 0 possible) in 2 traces");
