@@ -329,14 +329,14 @@ void TraceWriter::write_framed(uint32_t flags, std::span<const uint8_t> raw, uin
 }
 
 void TraceWriter::write_chunk(const ChunkBuilder& chunk) {
-  if (fd_ < 0) throw TraceError(path_ + ": write after close");
+  if (fd_ < 0 || marked_) throw TraceError(path_ + (marked_ ? ": write after the end-of-trace marker" : ": write after close"));
   if (chunk.empty()) return;
   if (chunk.bytes() > kMaxChunkBytes) throw TraceError(path_ + ": chunk larger than the format allows");
   write_framed(0, chunk.payload(), chunk.records());
 }
 
 void TraceWriter::write_chunk(std::span<const std::span<const uint8_t>> pieces, uint32_t records) {
-  if (fd_ < 0) throw TraceError(path_ + ": write after close");
+  if (fd_ < 0 || marked_) throw TraceError(path_ + (marked_ ? ": write after the end-of-trace marker" : ": write after close"));
   if (records == 0) return;
   size_t bytes = 0;
   for (const auto& p : pieces) bytes += p.size();
@@ -365,9 +365,30 @@ void TraceWriter::write_chunk(std::span<const std::span<const uint8_t>> pieces, 
 void TraceWriter::close() {
   if (fd_ < 0) return;
   int fd = fd_;
-  write_framed(kChunkEndOfTrace, {}, 0);
+  if (!marked_) write_framed(kChunkEndOfTrace, {}, 0);
   fd_ = -1;
   ::close(fd);
+}
+
+void TraceWriter::write_end_marker() {
+  if (fd_ < 0) throw TraceError(path_ + ": write after close");
+  if (marked_) return;
+  before_marker_ = offset_;
+  write_framed(kChunkEndOfTrace, {}, 0);
+  marked_ = true;
+}
+
+void TraceWriter::remove_end_marker() {
+  if (fd_ < 0 || !marked_) return;
+  marked_ = false;
+  if (::ftruncate(fd_, off_t(before_marker_)) != 0 || ::lseek(fd_, off_t(before_marker_), SEEK_SET) < 0) {
+    // The marker stays: what follows would be records after the end. The file is finished.
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    throw TraceError(path_ + ": cannot take back the end-of-trace marker: " + std::strerror(err));
+  }
+  offset_ = before_marker_;
 }
 
 // ---------------------------------------------------------------------------------------

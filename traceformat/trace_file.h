@@ -129,6 +129,12 @@ class TraceWriter {
   void write_chunk(std::span<const std::span<const uint8_t>> pieces, uint32_t records);
   // Writes the end-of-trace marker and closes the file. Idempotent.
   void close();
+  // For a process about to exec: the end-of-trace marker is written but the file stays open,
+  // and nothing may be written after it until remove_end_marker(), which truncates it away
+  // again (the exec failed and the process goes on). close() after it only closes the file.
+  void write_end_marker();
+  void remove_end_marker();
+  bool end_marked() const { return marked_; }
   const std::string& path() const { return path_; }
   uint64_t bytes_written() const { return offset_; }
 
@@ -144,6 +150,8 @@ class TraceWriter {
   std::string path_;
   WriterOptions opts_;
   uint64_t offset_ = 0;
+  bool marked_ = false;          // write_end_marker() ran, remove_end_marker() did not
+  uint64_t before_marker_ = 0;   // the file's size before the marker
   std::unique_ptr<uint8_t[]> scratch_;  // a compressed chunk, after room for its header
   std::vector<uint8_t> gathered_;        // pieces of a chunk to compress, gathered
   size_t scratch_bytes_ = 0;

@@ -9,6 +9,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdarg>
 #include <cstring>
 
 #include "tracer/cupti_session.h"
@@ -86,6 +88,138 @@ extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int statu
 extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
   if (TracerProcess::enabled()) TracerProcess::get().at_quick_exit();
   real_exit("_Exit", status);
+}
+
+// The exec family: a process that replaces its image (os.execv, a launcher that execs the
+// real job, a shell's exec) runs no exit handler, so its records since the last flush would be
+// lost and its trace would end without the end-of-trace marker. The preloaded library
+// interposes every exec function a program can call: the trace is finished first (written,
+// marked complete, left open), then the real call runs; if it returns, the exec failed and the
+// marker is taken back (TracerProcess::before_exec). In a vfork() child (Python's subprocess)
+// nothing is done: the memory, and the trace, are the parent's. The variadic execl* build
+// their argument lists and go to execv, execvp and execve (as glibc's own do).
+namespace {
+template <typename Fn>
+Fn next_fn(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+class ExecScope {
+ public:
+  ExecScope() : taken_(TracerProcess::enabled() && TracerProcess::get().before_exec()) {}
+  ~ExecScope() {
+    if (taken_) TracerProcess::get().after_failed_exec();
+  }
+  ExecScope(const ExecScope&) = delete;
+  ExecScope& operator=(const ExecScope&) = delete;
+
+ private:
+  bool taken_;
+};
+
+using ExecveFn = int (*)(const char*, char* const[], char* const[]);
+using ExecvFn = int (*)(const char*, char* const[]);
+using FexecveFn = int (*)(int, char* const[], char* const[]);
+using ExecveatFn = int (*)(int, const char*, char* const[], char* const[], int);
+
+// Resolved at load, so that an exec in a vfork() child (where taking the loader's lock the
+// parent's threads may hold is best avoided) finds them ready.
+struct ExecFns {
+  ExecveFn execve = next_fn<ExecveFn>("execve");
+  ExecvFn execv = next_fn<ExecvFn>("execv");
+  ExecvFn execvp = next_fn<ExecvFn>("execvp");
+  ExecveFn execvpe = next_fn<ExecveFn>("execvpe");
+  FexecveFn fexecve = next_fn<FexecveFn>("fexecve");
+  ExecveatFn execveat = next_fn<ExecveatFn>("execveat");
+};
+const ExecFns& exec_fns() {
+  static const ExecFns fns;
+  return fns;
+}
+__attribute__((constructor)) void resolve_exec_fns() { (void)exec_fns(); }
+
+int no_next() {
+  errno = ENOSYS;
+  return -1;
+}
+
+}  // namespace
+
+#define SR_EXEC_EXPORT extern "C" __attribute__((visibility("default")))
+
+SR_EXEC_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
+  ExecScope scope;
+  return exec_fns().execve ? exec_fns().execve(path, argv, envp) : no_next();
+}
+
+SR_EXEC_EXPORT int execv(const char* path, char* const argv[]) {
+  ExecScope scope;
+  return exec_fns().execv ? exec_fns().execv(path, argv) : no_next();
+}
+
+SR_EXEC_EXPORT int execvp(const char* file, char* const argv[]) {
+  ExecScope scope;
+  return exec_fns().execvp ? exec_fns().execvp(file, argv) : no_next();
+}
+
+SR_EXEC_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
+  ExecScope scope;
+  return exec_fns().execvpe ? exec_fns().execvpe(file, argv, envp) : no_next();
+}
+
+SR_EXEC_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
+  ExecScope scope;
+  return exec_fns().fexecve ? exec_fns().fexecve(fd, argv, envp) : no_next();
+}
+
+SR_EXEC_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
+  ExecScope scope;
+  return exec_fns().execveat ? exec_fns().execveat(dirfd, path, argv, envp, flags) : no_next();
+}
+
+// The execl* argument lists are gathered on the stack, as glibc's own do: no allocation, which
+// in a vfork() child would change the parent's heap.
+namespace {
+// Slots for the arguments and the terminating null pointer (`first` null: that one only).
+size_t count_args(const char* first, va_list ap) {
+  if (first == nullptr) return 1;
+  size_t n = 2;
+  while (va_arg(ap, char*) != nullptr) ++n;
+  return n;
+}
+// Reads up to and including the terminating null pointer: what follows (execle's envp) is next.
+void fill_args(char** argv, size_t n, const char* first, va_list ap) {
+  argv[0] = const_cast<char*>(first);
+  for (size_t i = 1; i < n; ++i) argv[i] = va_arg(ap, char*);
+}
+}  // namespace
+
+#define SR_EXECL_ARGS(first, last_named)          \
+  va_list ap, count;                              \
+  va_start(ap, last_named);                       \
+  va_copy(count, ap);                             \
+  const size_t n = count_args(first, count);      \
+  va_end(count);                                  \
+  char** argv = static_cast<char**>(__builtin_alloca(n * sizeof(char*))); \
+  fill_args(argv, n, first, ap)
+
+SR_EXEC_EXPORT int execl(const char* path, const char* arg, ...) {
+  SR_EXECL_ARGS(arg, arg);
+  va_end(ap);
+  return execv(path, argv);
+}
+
+SR_EXEC_EXPORT int execlp(const char* file, const char* arg, ...) {
+  SR_EXECL_ARGS(arg, arg);
+  va_end(ap);
+  return execvp(file, argv);
+}
+
+SR_EXEC_EXPORT int execle(const char* path, const char* arg, ...) {
+  SR_EXECL_ARGS(arg, arg);
+  char* const* envp = va_arg(ap, char* const*);
+  va_end(ap);
+  return execve(path, argv, envp);
 }
 
 // Called by NVTX at a program's first NVTX call when NVTX_INJECTION64_PATH names this library.

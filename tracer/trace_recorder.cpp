@@ -333,6 +333,7 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final, bool drain_only) 
     flush_windowed_locked(nonblocking, final);
     return;
   }
+  if (sealed_) return;  // the end-of-trace marker is written (seal_for_exec): records wait
   // 1. Drain the thread buffers first: every record drained here was appended after the
   //    strings and stacks it names were interned, so step 2 sees all of them.
   std::vector<trace::ChunkBuilder>& drained = drained_;
@@ -637,6 +638,37 @@ void TraceRecorder::flusher_main() {
       host_clock::adjust();  // setting host_clock=tsc: the counter's scale, once a period
     }
     wl.lock();
+  }
+}
+
+bool TraceRecorder::seal_for_exec() {
+  if (windowed_) return false;
+  FlushLock lock(*this);
+  if (closed_.load() || sealed_) return false;
+  flush_locked(false, false);
+  if (!writer_) return false;  // nothing was ever written: nothing to finish
+  try {
+    writer_->write_end_marker();
+  } catch (const std::exception& e) {
+    failed_.store(true);
+    std::fprintf(stderr, "streamrace: writing trace %s failed: %s\n", opts_.path.c_str(), e.what());
+    writer_.reset();
+    return false;
+  }
+  sealed_ = true;
+  return true;
+}
+
+void TraceRecorder::unseal_after_exec() {
+  FlushLock lock(*this);
+  if (!sealed_) return;
+  sealed_ = false;
+  try {
+    writer_->remove_end_marker();
+  } catch (const std::exception& e) {
+    failed_.store(true);
+    std::fprintf(stderr, "streamrace: trace %s: %s; later records are not written\n", opts_.path.c_str(), e.what());
+    writer_.reset();
   }
 }
 

@@ -150,6 +150,14 @@ class TraceRecorder {
   void flush();
   // Flushes, writes the end-of-trace marker, stops the flusher. Later records are dropped.
   void close();
+  // A process about to exec (its image, threads and buffers go): everything recorded so far is
+  // written and the end-of-trace marker after it, the file staying open; until
+  // unseal_after_exec() nothing more is written (records wait in their buffers). False when
+  // there is nothing to finish (no record yet, or closed) or the trace is windowed (its
+  // writer finishes only at close: such a trace ends without the marker, and reads as cut short).
+  bool seal_for_exec();
+  // The exec failed and the process goes on: the marker is taken back, writing resumes.
+  void unseal_after_exec();
   // From a fatal-signal handler: flushes what it can without waiting on any lock but the
   // flush lock. `finish`: the process is about to die, so the file is finished too, after
   // waiting (a bounded time) for a flush that another thread (the flusher) is in the middle of;
@@ -280,6 +288,7 @@ class TraceRecorder {
   std::atomic<uint64_t> seq_{0};
   std::atomic<bool> started_{false};
   std::atomic<bool> closed_{false};
+  bool sealed_ = false;  // seal_for_exec() ran, unseal_after_exec() did not (under flush_mu_)
   std::atomic<bool> recording_hint_{true};
   bool bench_unlocked_seq_ = false;  // setting bench_cut 6 (set_bench_unlocked_seq)
   alignas(64) RecorderOptions opts_;

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -234,6 +235,7 @@ void TracerProcess::create_core_locked() {
   std::string chunk_error;
   opts.handoff_bytes = chunk_bytes(&chunk_error, opts.capture.active());
   recorder_ = new TraceRecorder(opts);
+  owner_pid_.store(int(::syscall(SYS_getpid)));
   if (!chunk_error.empty()) {
     std::fprintf(stderr, "streamrace: %s in pid %d\n", chunk_error.c_str(), int(getpid()));
     recorder_->add_notice(trace::NoticeLevel::kWarning, chunk_error);
@@ -475,6 +477,7 @@ int TracerProcess::bench_pause(bool paused) {
 }
 
 void TracerProcess::at_exit() {
+  if (!owns_this_process()) return;  // a vfork() child that called exit(): its parent's trace goes on
   if (exited_.exchange(true)) return;
   CudaCallHandler* h = handler_.load();
   // The process used CUDA but the driver never called InitializeInjection (another tool
@@ -563,7 +566,64 @@ void TracerProcess::at_exit() {
   recorder_->close();
 }
 
+bool TracerProcess::owns_this_process() const {
+  // The system call, not a cached value: a vfork() child has its own pid and the parent's memory.
+  // No recorder yet (0): nothing of another process's to protect.
+  const int owner = owner_pid_.load(std::memory_order_relaxed);
+  return owner == 0 || owner == int(::syscall(SYS_getpid));
+}
+
+bool TracerProcess::before_exec() {
+  if (!handler_.load() || !recorder_ || exited_.load() || !owns_this_process()) return false;
+  try {
+    InternalCallGuard guard;
+    // What at_exit would collect from CUDA first, in the process that ran it (a forked child
+    // must not call into the parent's CUPTI or Sanitizer API: their locks may be held there).
+    if (!forked_child_) {
+      if (cupti_started_) cupti_.flush_activity(true);
+#if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
+      if (precise_started_) static_cast<precise::SanitizerSession*>(sanitizer_)->collect_all();
+#endif
+    }
+    if (recorder_->capture().active()) {
+      // Capture windows and rings are written by their writer as a whole only at close: the
+      // trace is closed, and a failed exec goes on in a new one.
+      if (!recorder_->file_created() && recorder_->seq_counter().load() == 0) return false;
+      closed_for_exec_ = recorder_->path();
+      recorder_->close();
+      return true;
+    }
+    return recorder_->seal_for_exec();
+  } catch (...) {
+    return false;
+  }
+}
+
+void TracerProcess::after_failed_exec() {
+  if (!recorder_ || !owns_this_process()) return;
+  try {
+    if (closed_for_exec_.empty()) {
+      recorder_->unseal_after_exec();
+      return;
+    }
+    const std::string earlier = closed_for_exec_;
+    closed_for_exec_.clear();
+    if (CudaCallHandler* h = handler_.load()) {
+      start_new_recorder(*h);
+      if (host_) host_->set_recorder(*recorder_);
+      recorder_->add_notice(trace::NoticeLevel::kWarning,
+                            "an exec failed after this process's trace " + earlier +
+                                " was finished for it (a trace with capture windows or a ring is finished at an exec): "
+                                "this trace goes on from there, without the state that trace recorded");
+    }
+  } catch (...) {
+  }
+}
+
 void TracerProcess::at_quick_exit() {
+  // A vfork() child leaving with _exit (an exec that failed, as in Python's subprocess): the
+  // recorder in memory is its parent's, which goes on.
+  if (!owns_this_process()) return;
   if (exited_.exchange(true)) return;
   if (!handler_.load() || !recorder_) return;
   try {
@@ -574,7 +634,7 @@ void TracerProcess::at_quick_exit() {
 }
 
 void TracerProcess::on_fatal_signal(int, bool fatal) {
-  if (handler_.load() && recorder_) recorder_->emergency_flush(fatal);
+  if (handler_.load() && recorder_ && owns_this_process()) recorder_->emergency_flush(fatal);
 }
 
 void TracerProcess::after_fork_in_child() {
@@ -583,17 +643,8 @@ void TracerProcess::after_fork_in_child() {
   CudaCallHandler* h = handler_.load();
   new (&mu_) std::mutex();
   if (!h) return;
-  RecorderOptions opts;
-  opts.path = next_trace_path();
-  opts.header_provider = [this] { return make_header(); };
-  opts.capture = capture_options(nullptr);
-  opts.handoff_bytes = chunk_bytes(nullptr, opts.capture.active());
-  recorder_ = new TraceRecorder(opts);
-  stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
-  stacks_->set_python_sites(tracer_setting("python_sites").value_or("1") != "0");
-  stacks_->set_native_cached(tracer_setting("native_unwind").value_or("cached") != "dwarf");
-  h->set_recorder(*recorder_);
-  h->set_stacks(stacks_);
+  forked_child_ = true;
+  start_new_recorder(*h);
   if (host_) {
     // The child's pages keep the parent's protections: give them back; the parent's windows
     // and pinned memory mean nothing to the child (CUDA does not work across fork).
@@ -601,6 +652,21 @@ void TracerProcess::after_fork_in_child() {
     host_->set_recorder(*recorder_);
   }
   exited_.store(false);
+}
+
+void TracerProcess::start_new_recorder(CudaCallHandler& h) {
+  RecorderOptions opts;
+  opts.path = next_trace_path();
+  opts.header_provider = [this] { return make_header(); };
+  opts.capture = capture_options(nullptr);
+  opts.handoff_bytes = chunk_bytes(nullptr, opts.capture.active());
+  recorder_ = new TraceRecorder(opts);
+  owner_pid_.store(int(::syscall(SYS_getpid)));
+  stacks_ = new StackCapture(recorder_->stacks(), recorder_->strings(), stack_mode());
+  stacks_->set_python_sites(tracer_setting("python_sites").value_or("1") != "0");
+  stacks_->set_native_cached(tracer_setting("native_unwind").value_or("cached") != "dwarf");
+  h.set_recorder(*recorder_);
+  h.set_stacks(stacks_);
 }
 
 }  // namespace streamrace::tracer

@@ -47,6 +47,16 @@ class TracerProcess {
   // _exit/_Exit (no atexit handlers run): finish the trace with the recorder's own locks only.
   void at_quick_exit();
   void after_fork_in_child();
+  // exec (tracer/injection.cpp interposes the exec family): the trace is finished before the
+  // image goes, its records written and the end-of-trace marker after them, the file kept
+  // open; if the exec fails, after_failed_exec() takes the marker back and tracing goes on in
+  // the same file. Returns whether there is anything to take back.
+  bool before_exec();
+  void after_failed_exec();
+  // Whether the calling process is the one whose trace this state holds: not so in a vfork()
+  // child, which shares the parent's memory (the parent's recorder included) until it execs or
+  // _exits, and must not finish the parent's trace.
+  bool owns_this_process() const;
   // `fatal`: the default action follows (the trace is finished); otherwise the program's own
   // handler runs next and the process may go on (the trace is only flushed).
   void on_fatal_signal(int sig, bool fatal = true);
@@ -64,6 +74,8 @@ class TracerProcess {
   std::string next_trace_path() const;
   trace::TraceHeader make_header();
   void install_exit_hooks();
+  // A recorder of its own for a forked child, or after a failed exec closed the trace.
+  void start_new_recorder(CudaCallHandler& h);
 
   std::mutex mu_;
   std::atomic<CudaCallHandler*> handler_{nullptr};
@@ -81,6 +93,9 @@ class TracerProcess {
   std::string precise_failure_;  // why the requested Sanitizer session did not start
   void* sanitizer_ = nullptr;  // precise::SanitizerSession*, only in builds with precise mode
   bool hooks_installed_ = false;
+  std::atomic<int> owner_pid_{0};  // the process the recorder belongs to (owns_this_process)
+  std::string closed_for_exec_;  // a windowed trace closed by before_exec (its path)
+  bool forked_child_ = false;      // after_fork_in_child ran: CUDA, CUPTI and the Sanitizer API are the parent's
   std::atomic<bool> exited_{false};
   std::string status_ = "ok";
 };

@@ -423,4 +423,42 @@ TEST(TraceFormat, AChunkWrittenInPiecesIsTheChunkOfItsWholePayload) {
   }
 }
 
+// A process about to exec writes the end marker and keeps the file open: read then, the trace
+// is complete; if the exec fails, the marker is taken back (nothing may be written while it
+// stands) and the records that follow make one trace with the first, complete at close.
+TEST(TraceFormat, AnEndMarkerTakenBackLetsTheTraceGoOn) {
+  TempDir dir;
+  const std::string path = dir.file("exec.srace");
+  auto count = [&](bool& complete, size_t& chunks) {
+    TraceReader r(path);
+    size_t n = 0;
+    r.for_each([&](const trace::RecordView&) { ++n; });
+    complete = r.stats().complete;
+    chunks = r.stats().chunks;
+    return n;
+  };
+  bool complete = false;
+  size_t chunks = 0;
+  trace::TraceWriter w(path, TraceBuilder::default_header(0));
+  trace::ChunkBuilder before;
+  before.add_string(1, "before the exec");
+  w.write_chunk(before);
+  w.write_end_marker();
+  EXPECT_EQ(count(complete, chunks), 1u);
+  EXPECT_TRUE(complete);
+  EXPECT_EQ(chunks, 2u);
+  EXPECT_THROW(w.write_chunk(before), TraceError);
+  w.remove_end_marker();
+  EXPECT_EQ(count(complete, chunks), 1u);
+  EXPECT_FALSE(complete);
+  trace::ChunkBuilder after;
+  after.add_string(2, "after the exec failed");
+  w.write_chunk(after);
+  w.write_end_marker();
+  w.close();  // the marker is there already: not written twice
+  EXPECT_EQ(count(complete, chunks), 2u);
+  EXPECT_TRUE(complete);
+  EXPECT_EQ(chunks, 3u);
+}
+
 }  // namespace streamrace

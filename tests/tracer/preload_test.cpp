@@ -564,6 +564,82 @@ TEST_F(PreloadTest, EveryExitPathKeepsTheStatusAndACompleteTrace) {
   }
 }
 
+// exec replaces the image without exit handlers: the trace is finished before (a new image
+// writes its own, beside it); an exec that fails takes the end marker back and the same trace
+// goes on; a vfork() child whose exec failed leaves with _exit in the parent's memory, and must
+// not finish (before this, it closed) the parent's trace.
+TEST_F(PreloadTest, ExecFinishesTheTraceAndAFailedExecOrVforkChildLeavesItWhole) {
+  struct Case {
+    const char* mode;
+    std::vector<size_t> records;  // per trace, sorted
+  } cases[] = {{"exec", {8, 8}}, {"exec_failed", {16}}, {"vfork_failed", {16}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.mode);
+    auto r = run_framework("RANK=1", c.mode);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.err, "");
+    auto files = trace_files();
+    ASSERT_EQ(files.size(), c.records.size());
+    std::vector<size_t> got;
+    for (const auto& f : files) {
+      auto t = read_trace(f.string());
+      EXPECT_TRUE(t.stats.complete) << f;
+      EXPECT_FALSE(t.stats.truncated) << f;
+      got.push_back(t.records.size());
+    }
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, c.records);
+  }
+}
+
+// A trace with capture windows (here: a profiler window that never opens) is written whole only
+// at close: an exec closes it; a failed exec goes on in a new trace that says so.
+TEST_F(PreloadTest, ExecClosesAWindowedTraceAndAFailedExecGoesOnInANewOne) {
+  for (const char* mode : {"exec", "exec_failed"}) {
+    SCOPED_TRACE(mode);
+    auto r = run_framework("STREAMRACE_WINDOW=profiler FAKE_NCCL_LOG=/dev/null", mode);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    auto files = trace_files();
+    ASSERT_EQ(files.size(), 2u);
+    std::sort(files.begin(), files.end());  // HOST-PID-1.srace (the second) sorts first
+    size_t warned = 0;
+    for (const auto& f : files) {
+      auto t = read_trace(f.string());
+      EXPECT_TRUE(t.stats.complete) << f;
+      for (const std::string& n : t.notice_texts())
+        warned += n.rfind("an exec failed after this process's trace " + files[1].string() + " was finished", 0) == 0;
+    }
+    EXPECT_EQ(warned, std::string(mode) == "exec" ? 0u : 1u);
+  }
+}
+
+// Python's subprocess starts a child with vfork(); a command that cannot be started makes that
+// child _exit in the parent's memory. The parent's trace stays whole and complete.
+TEST_F(PreloadTest, APythonSubprocessThatCannotStartLeavesTheTraceWhole) {
+  if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
+  fs::path script = base_ / "spawn.py";
+  {
+    std::ofstream py(script);
+    py << "import ctypes, subprocess, sys\n"
+          "lib = ctypes.PyDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
+          "assert lib.fake_framework_run() == 0\n"
+          "try:\n"
+          "    subprocess.run(['/nonexistent/streamrace-test-program'])\n"
+          "    sys.exit(5)\n"
+          "except FileNotFoundError:\n"
+          "    pass\n"
+          "assert lib.fake_framework_run() == 0\n";
+  }
+  auto r = run("FAKE_NCCL_LOG=/dev/null", "python3 '" + script.string() + "' '" SR_FAKE_FRAMEWORK "'");
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  auto files = trace_files();
+  ASSERT_EQ(files.size(), 1u);
+  auto t = read_trace(files[0].string());
+  EXPECT_TRUE(t.stats.complete);
+  EXPECT_EQ(t.of(RecordKind::kNcclCall).size(), 8u);
+}
+
 TEST_F(PreloadTest, PythonInterpreterShutdownKeepsTheStatusAndACompleteTrace) {
   if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
   fs::path script = base_ / "leave.py";

@@ -15,6 +15,10 @@
 //   threads           four threads started after the framework was loaded run it once each, all
 //                     four alive together; main returns the number of runs that failed
 //   twice             runs it, waits 450 ms (the tracer's flusher runs every 200 ms), runs it again
+//   exec              runs it, then execs itself in mode `return` (a new image, the same pid)
+//   exec_failed       runs it, execs a program that does not exist (exec returns), runs it again
+//   vfork_failed      runs it; a vfork() child execs a program that does not exist and leaves
+//                     with _exit(127), as Python's subprocess does; the parent runs it again
 // With FRAMEWORK_APP_TRACER=PATH, the tracer is not preloaded but loaded here first, with
 // dlopen(RTLD_NOW | RTLD_GLOBAL), after start-up, as the CUDA driver loads it from
 // CUDA_INJECTION64_PATH: its thread_locals are then outside the static TLS block.
@@ -116,6 +120,24 @@ int main(int argc, char** argv) {
     return failed;
   }
   int rc = run();
+  if (std::strcmp(mode, "exec") == 0) {
+    execl(argv[0], argv[0], argv[1], "return", static_cast<char*>(nullptr));
+    return 69;
+  }
+  if (std::strcmp(mode, "exec_failed") == 0) {
+    if (execl("/nonexistent/streamrace-test-program", "x", static_cast<char*>(nullptr)) != -1) return 69;
+    rc |= run();
+  }
+  if (std::strcmp(mode, "vfork_failed") == 0) {
+    pid_t pid = vfork();
+    if (pid == 0) {
+      execl("/nonexistent/streamrace-test-program", "x", static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    int status = 0;
+    if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 127) return 69;
+    rc |= run();
+  }
   if (std::strcmp(mode, "twice") == 0) {
     usleep(450 * 1000);
     rc |= run();
