@@ -108,7 +108,10 @@ class ExecScope {
  public:
   ExecScope() : taken_(TracerProcess::enabled() && TracerProcess::get().before_exec()) {}
   ~ExecScope() {
-    if (taken_) TracerProcess::get().after_failed_exec();
+    if (!taken_) return;
+    const int err = errno;  // why the exec failed: the caller reads it after the return
+    TracerProcess::get().after_failed_exec();
+    errno = err;
   }
   ExecScope(const ExecScope&) = delete;
   ExecScope& operator=(const ExecScope&) = delete;

@@ -643,6 +643,9 @@ void TraceRecorder::flusher_main() {
 
 bool TraceRecorder::seal_for_exec() {
   if (windowed_) return false;
+  // An exec from a signal handler that interrupted this thread's own flush would wait for
+  // itself: the trace is then left as it is (it reads as cut short).
+  if (flush_owner_.load(std::memory_order_relaxed) == current_tid()) return false;
   FlushLock lock(*this);
   if (closed_.load() || sealed_) return false;
   flush_locked(false, false);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -125,7 +126,7 @@ int main(int argc, char** argv) {
     return 69;
   }
   if (std::strcmp(mode, "exec_failed") == 0) {
-    if (execl("/nonexistent/streamrace-test-program", "x", static_cast<char*>(nullptr)) != -1) return 69;
+    if (execl("/nonexistent/streamrace-test-program", "x", static_cast<char*>(nullptr)) != -1 || errno != ENOENT) return 69;
     rc |= run();
   }
   if (std::strcmp(mode, "vfork_failed") == 0) {
