@@ -382,8 +382,11 @@ void TraceWriter::remove_end_marker() {
   if (fd_ < 0 || !marked_) return;
   marked_ = false;
   if (::ftruncate(fd_, off_t(before_marker_)) != 0 || ::lseek(fd_, off_t(before_marker_), SEEK_SET) < 0) {
-    // The marker stays: what follows would be records after the end. The file is finished.
+    // The file cannot go on. Its marker must not stay either (the trace would read as whole
+    // while later records are lost): zeros over it make the file end in a damaged chunk.
     const int err = errno;
+    static const uint8_t zeros[sizeof(ChunkHeader)] = {};
+    (void)!::pwrite(fd_, zeros, sizeof zeros, off_t(before_marker_));
     ::close(fd_);
     fd_ = -1;
     throw TraceError(path_ + ": cannot take back the end-of-trace marker: " + std::strerror(err));

@@ -71,9 +71,13 @@ __attribute__((destructor)) void streamrace_on_unload() {
 // locks, no loader call: a forked child of a threaded parent may not take others), then the
 // real call runs.
 namespace {
+using ExitFn = void (*)(int);
+// Resolved at load: a vfork() child leaving with _exit should not take the loader's lock.
+ExitFn g_next_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
+ExitFn g_next_Exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_Exit"));
 [[noreturn]] void real_exit(const char* name, int status) {
-  using ExitFn = void (*)(int);
-  auto fn = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, name));
+  ExitFn fn = name[1] == 'e' ? g_next_exit : g_next_Exit;
+  if (fn == nullptr) fn = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, name));
   if (fn) fn(status);
   syscall(SYS_exit_group, status);  // no next definition (cannot happen with glibc)
   __builtin_unreachable();

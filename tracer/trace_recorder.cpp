@@ -333,7 +333,13 @@ void TraceRecorder::flush_locked(bool nonblocking, bool final, bool drain_only) 
     flush_windowed_locked(nonblocking, final);
     return;
   }
-  if (sealed_) return;  // the end-of-trace marker is written (seal_for_exec): records wait
+  if (sealed_) {
+    // The end-of-trace marker is written for an exec (seal_for_exec): records wait, unless the
+    // exec failed and the marker is to be taken back (whoever flushes first: the flusher, or a
+    // close or fatal signal before it got to it).
+    take_back_marker_locked();
+    if (sealed_) return;
+  }
   // 1. Drain the thread buffers first: every record drained here was appended after the
   //    strings and stacks it names were interned, so step 2 sees all of them.
   std::vector<trace::ChunkBuilder>& drained = drained_;
@@ -626,6 +632,10 @@ void TraceRecorder::flusher_main() {
     if (stop_) break;
     handed_off_ = false;
     wl.unlock();
+    if (exec_state_.load(std::memory_order_relaxed) == kExecWanted || unseal_wanted_.load(std::memory_order_relaxed)) {
+      do_exec_requests();
+      if (closed_.load()) return;  // a windowed trace closed for an exec: this thread is detached
+    }
     // A chunk handed off before the period is up: drained now (the thread gets it back while
     // it is still in the CPU's caches), written with the period's flush.
     const auto now = std::chrono::steady_clock::now();
@@ -641,38 +651,112 @@ void TraceRecorder::flusher_main() {
   }
 }
 
-bool TraceRecorder::seal_for_exec() {
-  if (windowed_) return false;
-  // An exec from a signal handler that interrupted this thread's own flush would wait for
-  // itself: the trace is then left as it is (it reads as cut short).
-  if (flush_owner_.load(std::memory_order_relaxed) == current_tid()) return false;
+TraceRecorder::ExecSeal TraceRecorder::do_exec_seal() {
+  if (exec_before_) {
+    try {
+      exec_before_();
+    } catch (...) {
+    }
+  }
+  if (windowed_) {
+    close();  // from the flusher: it detaches itself and stops
+    return ExecSeal::kClosed;
+  }
   FlushLock lock(*this);
-  if (closed_.load() || sealed_) return false;
+  if (closed_.load() || sealed_) return ExecSeal::kNone;
   flush_locked(false, false);
-  if (!writer_) return false;  // nothing was ever written: nothing to finish
+  if (!writer_) return ExecSeal::kNone;  // nothing was ever written: nothing to finish
   try {
     writer_->write_end_marker();
   } catch (const std::exception& e) {
     failed_.store(true);
     std::fprintf(stderr, "streamrace: writing trace %s failed: %s\n", opts_.path.c_str(), e.what());
     writer_.reset();
-    return false;
+    return ExecSeal::kNone;
   }
   sealed_ = true;
-  return true;
+  return ExecSeal::kSealed;
+}
+
+void TraceRecorder::do_exec_requests() {
+  int wanted = kExecWanted;
+  if (exec_state_.compare_exchange_strong(wanted, kExecRunning)) {
+    exec_result_.store(int(do_exec_seal()));
+    exec_state_.store(kExecDone);
+  }
+  if (unseal_wanted_.load()) {
+    // After the seal above, or with none in progress (one the exec's wait gave up on and
+    // cancelled before it ran): take the marker back if it is there.
+    FlushLock lock(*this);
+    take_back_marker_locked();
+  }
+}
+
+void TraceRecorder::take_back_marker_locked() {
+  if (!unseal_wanted_.exchange(false)) return;
+  if (sealed_) {
+    sealed_ = false;
+    try {
+      if (writer_) writer_->remove_end_marker();
+    } catch (const std::exception& e) {
+      failed_.store(true);
+      std::fprintf(stderr, "streamrace: trace %s: %s; later records are not written\n", opts_.path.c_str(), e.what());
+      writer_.reset();
+    }
+  }
+  exec_state_.store(kExecIdle);
+}
+
+void TraceRecorder::wake_flusher_if_free() {
+  // Not waiting for wake_mu_ (its holder may be the thread a signal handler interrupted): if
+  // it is taken, the flusher wakes at its period (200 ms) all the same.
+  if (!wake_mu_.try_lock()) return;
+  handed_off_ = true;
+  wake_mu_.unlock();
+  wake_.notify_one();
+}
+
+TraceRecorder::ExecSeal TraceRecorder::seal_for_exec(std::function<void()> before, int wait_ms) {
+  if (!started_.load() || closed_.load()) return ExecSeal::kNone;  // nothing recorded, or finished
+  // Claimed by this thread until the request is published (another thread's exec in progress,
+  // or a failed one's not yet taken back: this exec goes on without one).
+  int idle = kExecIdle;
+  if (!exec_state_.compare_exchange_strong(idle, kExecClaimed)) return ExecSeal::kNone;
+  exec_before_ = std::move(before);
+  if (!opts_.background_flusher || !flusher_.joinable()) {
+    // No flusher thread (tests, or none could be started): the calling thread does it.
+    exec_state_.store(kExecRunning);
+    const ExecSeal r = do_exec_seal();
+    exec_result_.store(int(r));
+    exec_state_.store(r == ExecSeal::kSealed ? kExecDone : kExecIdle);  // only a seal is taken back
+    return r;
+  }
+  exec_state_.store(kExecWanted);
+  wake_flusher_if_free();
+  for (int waited_ms = 0; exec_state_.load() != kExecDone; ++waited_ms) {
+    if (waited_ms >= wait_ms) {
+      int wanted = kExecWanted;
+      if (exec_state_.compare_exchange_strong(wanted, kExecIdle)) return ExecSeal::kNone;  // never ran
+      // Running: the exec goes on without waiting for it; a failed one asks to take the
+      // marker back, which the flusher does after the seal (a windowed trace's close, though,
+      // is not undone: a failed exec's later records are then dropped).
+      return ExecSeal::kSealed;
+    }
+    timespec ms{0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
+  const ExecSeal r = ExecSeal(exec_result_.load());
+  if (r != ExecSeal::kSealed) exec_state_.store(kExecIdle);  // only a seal is taken back
+  return r;
 }
 
 void TraceRecorder::unseal_after_exec() {
-  FlushLock lock(*this);
-  if (!sealed_) return;
-  sealed_ = false;
-  try {
-    writer_->remove_end_marker();
-  } catch (const std::exception& e) {
-    failed_.store(true);
-    std::fprintf(stderr, "streamrace: trace %s: %s; later records are not written\n", opts_.path.c_str(), e.what());
-    writer_.reset();
+  unseal_wanted_.store(true);
+  if (!opts_.background_flusher || !flusher_.joinable()) {
+    do_exec_requests();
+    return;
   }
+  wake_flusher_if_free();
 }
 
 void TraceRecorder::close() {

@@ -150,13 +150,18 @@ class TraceRecorder {
   void flush();
   // Flushes, writes the end-of-trace marker, stops the flusher. Later records are dropped.
   void close();
-  // A process about to exec (its image, threads and buffers go): everything recorded so far is
-  // written and the end-of-trace marker after it, the file staying open; until
-  // unseal_after_exec() nothing more is written (records wait in their buffers). False when
-  // there is nothing to finish (no record yet, or closed) or the trace is windowed (its
-  // writer finishes only at close: such a trace ends without the marker, and reads as cut short).
-  bool seal_for_exec();
-  // The exec failed and the process goes on: the marker is taken back, writing resumes.
+  // A process about to exec (its image, threads and buffers go). The flusher thread runs
+  // `before` (the process's last collection: CUPTI's activity, caught host accesses), then
+  // writes everything recorded so far and the end-of-trace marker after it, the file staying
+  // open (until unseal_after_exec() nothing more is written: records wait in their buffers);
+  // a windowed trace (written whole only at close) is closed instead. The calling thread waits
+  // for that at most `wait_ms`: an exec may come from a signal handler that interrupted a
+  // thread holding a lock the work needs (malloc's, the tracer's), and must not wait for
+  // itself. Inline where there is no flusher thread.
+  enum class ExecSeal { kNone, kSealed, kClosed };
+  ExecSeal seal_for_exec(std::function<void()> before, int wait_ms);
+  // The exec failed and the process goes on: the flusher takes the marker back (after a seal
+  // still in progress), without waiting for it; the records meanwhile wait in their buffers.
   void unseal_after_exec();
   // From a fatal-signal handler: flushes what it can without waiting on any lock but the
   // flush lock. `finish`: the process is about to die, so the file is finished too, after
@@ -288,7 +293,19 @@ class TraceRecorder {
   std::atomic<uint64_t> seq_{0};
   std::atomic<bool> started_{false};
   std::atomic<bool> closed_{false};
-  bool sealed_ = false;  // seal_for_exec() ran, unseal_after_exec() did not (under flush_mu_)
+  bool sealed_ = false;  // the end marker is written for an exec, not taken back (under flush_mu_)
+  // seal_for_exec's request to the flusher: kExecIdle, kExecClaimed (a thread is posting it),
+  // kExecWanted (posted), kExecRunning (taken by the flusher), kExecDone (exec_result_ holds
+  // what it did), back to kExecIdle once the flusher has taken an unseal request.
+  static constexpr int kExecIdle = 0, kExecClaimed = 4, kExecWanted = 1, kExecRunning = 2, kExecDone = 3;
+  std::atomic<int> exec_state_{kExecIdle};
+  std::atomic<int> exec_result_{0};          // an ExecSeal
+  std::atomic<bool> unseal_wanted_{false};  // unseal_after_exec's request
+  std::function<void()> exec_before_;       // set before kExecWanted is published
+  ExecSeal do_exec_seal();                  // the flusher's part (or inline)
+  void do_exec_requests();                  // on the flusher: what was asked, in order
+  void take_back_marker_locked();           // unseal_wanted_: the marker goes (requires flush_mu_)
+  void wake_flusher_if_free();              // notify without waiting for wake_mu_
   std::atomic<bool> recording_hint_{true};
   bool bench_unlocked_seq_ = false;  // setting bench_cut 6 (set_bench_unlocked_seq)
   alignas(64) RecorderOptions opts_;

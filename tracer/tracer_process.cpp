@@ -576,38 +576,46 @@ bool TracerProcess::owns_this_process() const {
 bool TracerProcess::before_exec() {
   if (!handler_.load() || !recorder_ || exited_.load() || !owns_this_process()) return false;
   try {
-    InternalCallGuard guard;
-    // What at_exit would collect from CUDA first, in the process that ran it (a forked child
-    // must not call into the parent's CUPTI or Sanitizer API: their locks may be held there).
-    if (!forked_child_) {
-      if (cupti_started_) cupti_.flush_activity(true);
+    const bool forked = forked_child_;
+    // What at_exit collects first, run by the recorder's flusher thread with the seal: CUDA's
+    // only in the process that ran it (a forked child must not call into the parent's CUPTI or
+    // Sanitizer API: their locks may be held there), and the host accesses caught since the
+    // last CUDA call.
+    auto before = [this, forked] {
+      InternalCallGuard guard;
+      if (!forked) {
+        if (cupti_started_) cupti_.flush_activity(true);
 #if defined(STREAMRACE_PRECISE_BUILT) && STREAMRACE_PRECISE_BUILT
-      if (precise_started_) static_cast<precise::SanitizerSession*>(sanitizer_)->collect_all();
+        if (precise_started_) static_cast<precise::SanitizerSession*>(sanitizer_)->collect_all();
 #endif
+      }
+      if (host_ && host_->has_pending()) host_->drain();
+    };
+    // No allocation on this thread's side (an exec may come from a signal handler that
+    // interrupted malloc): the lambda fits std::function's own storage.
+    switch (recorder_->seal_for_exec(before, kExecWaitMs)) {
+      case TraceRecorder::ExecSeal::kSealed: return true;
+      case TraceRecorder::ExecSeal::kClosed:
+        closed_for_exec_ = recorder_;
+        return true;
+      case TraceRecorder::ExecSeal::kNone: return false;
     }
-    if (recorder_->capture().active()) {
-      // Capture windows and rings are written by their writer as a whole only at close: the
-      // trace is closed, and a failed exec goes on in a new one.
-      if (!recorder_->file_created() && recorder_->seq_counter().load() == 0) return false;
-      closed_for_exec_ = recorder_->path();
-      recorder_->close();
-      return true;
-    }
-    return recorder_->seal_for_exec();
   } catch (...) {
-    return false;
   }
+  return false;
 }
 
 void TracerProcess::after_failed_exec() {
   if (!recorder_ || !owns_this_process()) return;
   try {
-    if (closed_for_exec_.empty()) {
+    if (closed_for_exec_ == nullptr) {
       recorder_->unseal_after_exec();
       return;
     }
-    const std::string earlier = closed_for_exec_;
-    closed_for_exec_.clear();
+    // A windowed trace closed for the exec: a new one (this part allocates: a failed exec of a
+    // windowed trace from a signal handler is not safe).
+    const std::string earlier = closed_for_exec_->path();
+    closed_for_exec_ = nullptr;
     if (CudaCallHandler* h = handler_.load()) {
       start_new_recorder(*h);
       if (host_) host_->set_recorder(*recorder_);

@@ -52,6 +52,8 @@ class TracerProcess {
   // open; if the exec fails, after_failed_exec() takes the marker back and tracing goes on in
   // the same file. Returns whether there is anything to take back.
   bool before_exec();
+  // How long an exec waits for its trace to be finished (then it goes on without).
+  static constexpr int kExecWaitMs = 2000;
   void after_failed_exec();
   // Whether the calling process is the one whose trace this state holds: not so in a vfork()
   // child, which shares the parent's memory (the parent's recorder included) until it execs or
@@ -94,7 +96,7 @@ class TracerProcess {
   void* sanitizer_ = nullptr;  // precise::SanitizerSession*, only in builds with precise mode
   bool hooks_installed_ = false;
   std::atomic<int> owner_pid_{0};  // the process the recorder belongs to (owns_this_process)
-  std::string closed_for_exec_;  // a windowed trace closed by before_exec (its path)
+  TraceRecorder* closed_for_exec_ = nullptr;  // a windowed trace's recorder closed by before_exec
   bool forked_child_ = false;      // after_fork_in_child ran: CUDA, CUPTI and the Sanitizer API are the parent's
   std::atomic<bool> exited_{false};
   std::string status_ = "ok";

@@ -16,7 +16,8 @@
 //                     four alive together; main returns the number of runs that failed
 //   twice             runs it, waits 450 ms (the tracer's flusher runs every 200 ms), runs it again
 //   exec              runs it, then execs itself in mode `return` (a new image, the same pid)
-//   exec_failed       runs it, execs a program that does not exist (exec returns), runs it again
+//   exec_failed       runs it, execs a file that is not executable (exec returns -1, errno EACCES),
+//                     runs it again
 //   vfork_failed      runs it; a vfork() child execs a program that does not exist and leaves
 //                     with _exit(127), as Python's subprocess does; the parent runs it again
 // With FRAMEWORK_APP_TRACER=PATH, the tracer is not preloaded but loaded here first, with
@@ -126,7 +127,8 @@ int main(int argc, char** argv) {
     return 69;
   }
   if (std::strcmp(mode, "exec_failed") == 0) {
-    if (execl("/nonexistent/streamrace-test-program", "x", static_cast<char*>(nullptr)) != -1 || errno != ENOENT) return 69;
+    // A file that is not executable: EACCES, which no file lookup of the tracer's leaves behind.
+    if (execl("/etc/passwd", "x", static_cast<char*>(nullptr)) != -1 || errno != EACCES) return 69;
     rc |= run();
   }
   if (std::strcmp(mode, "vfork_failed") == 0) {
