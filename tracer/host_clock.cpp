@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <atomic>
 #include <mutex>
 #include <new>
 #include <sstream>
@@ -41,6 +42,7 @@ State& state() {
   static State* s = new State;  // never destroyed: the flusher may adjust during exit
   return *s;
 }
+std::atomic<bool> g_started{false};  // State::started, readable without its lock
 
 // A child forked while its parent's flusher held the lock would find it held for good: the
 // child's lock is made anew (the child has one thread when this runs).
@@ -113,6 +115,7 @@ void start_tsc() {
   read_pair(s.tsc0, s.ns0);
   s.last_ns = s.ns0;
   s.started = true;
+  g_started.store(true, std::memory_order_relaxed);
 #endif
 }
 
@@ -162,6 +165,9 @@ void stop() {
   std::lock_guard lock(s.mu);
   detail::g_scale.store(nullptr, std::memory_order_release);
   s.started = false;
+  g_started.store(false, std::memory_order_relaxed);
 }
+
+bool tsc_started() { return g_started.load(std::memory_order_relaxed); }
 
 }  // namespace streamrace::tracer::host_clock

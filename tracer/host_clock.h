@@ -82,6 +82,8 @@ void start_tsc();
 void adjust();
 // Back to clock_gettime (tests; a forked child keeps its parent's scale, which holds there too).
 void stop();
+// Whether start_tsc() ran (readings come from the counter from the first adjust() on).
+bool tsc_started();
 // Whether readings come from the counter now.
 inline bool on_tsc() { return detail::g_scale.load(std::memory_order_relaxed) != nullptr; }
 

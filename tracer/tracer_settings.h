@@ -79,9 +79,10 @@ inline constexpr TracerSetting kTracerSettings[] = {
      "it; smaller buffers are handed over more often, and their memory is written again sooner (still in the "
      "CPU's caches). Drained records are written every 200 ms or once 4 MiB wait, whatever the size. Under a "
      "capture window or ring (steps, window, ring) the default is 4096, and each handoff writes"},
-    {"host_clock", "STREAMRACE_HOST_CLOCK", "monotonic|tsc", "monotonic",
-     "host times: clock_gettime(CLOCK_MONOTONIC) per record, or (tsc) the time-stamp counter scaled to it, where "
-     "the kernel's clocksource is tsc (cheaper per record; experimental)"},
+    {"host_clock", "STREAMRACE_HOST_CLOCK", "auto|monotonic|tsc", "auto",
+     "host times: auto, the time-stamp counter scaled to CLOCK_MONOTONIC where the kernel's clocksource is tsc "
+     "(no call per record), else clock_gettime; monotonic, clock_gettime(CLOCK_MONOTONIC) per record; tsc, the "
+     "counter, with a warning where it cannot be used"},
     {"disable", "STREAMRACE_DISABLE", "0|1", "0", "1: the library does nothing"},
     {"precise", "STREAMRACE_PRECISE", "all|regex:RE|names:FILE", "(off)",
      "precise mode: the Compute Sanitizer API instead of CUPTI, for these kernels"},

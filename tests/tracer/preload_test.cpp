@@ -472,14 +472,15 @@ TEST_F(PreloadTest, ChunkKibHandsSmallBuffersOverWithoutLosingRecords) {
   }
 }
 
-// Setting host_clock=tsc: where the kernel keeps CLOCK_MONOTONIC with the time-stamp counter,
-// the records' host times come from the counter, scaled by the flusher (tracer/host_clock.h);
-// the framework runs twice, 450 ms apart, so the second run's records are timed by the counter
-// (the first scale is set at the first flush, 200 ms in). Their times must lie on the clock the
-// test reads around the process, in the order of their sequence numbers, 450 ms after the first
-// run's. Elsewhere the setting is refused with a warning and clock_gettime times the records.
-// Any other value is refused the same way.
-TEST_F(PreloadTest, HostClockTscTimesRecordsOnTheMonotonicClock) {
+// Setting host_clock: by default (auto, or unset) and with tsc, where the kernel keeps
+// CLOCK_MONOTONIC with the time-stamp counter, the records' host times come from the counter,
+// scaled by the flusher (tracer/host_clock.h); the framework runs twice, 450 ms apart, so the
+// second run's records are timed by the counter (the first scale is set at the first flush,
+// 200 ms in). Their times must lie on the clock the test reads around the process, in the order
+// of their sequence numbers, 450 ms after the first run's, whichever clock timed them; the
+// header's host_clock says which. tsc asked for where it cannot be, or any value not known, is
+// refused with a warning; auto falls back to clock_gettime silently; monotonic is clock_gettime.
+TEST_F(PreloadTest, EveryHostClockTimesRecordsOnTheMonotonicClock) {
   auto now = [] {
     timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -490,10 +491,11 @@ TEST_F(PreloadTest, HostClockTscTimesRecordsOnTheMonotonicClock) {
     std::ifstream in("/sys/devices/system/clocksource/clocksource0/current_clocksource");
     std::getline(in, source);
   }
-  for (const char* value : {"tsc", "sundial"}) {
+  for (const std::string value : {"tsc", "sundial", "", "auto", "monotonic"}) {
     SCOPED_TRACE(value);
     const uint64_t before = now();
-    auto r = run_framework("RANK=1 FAKE_NCCL_LOG=/dev/null STREAMRACE_HOST_CLOCK=" + std::string(value), "twice");
+    auto r = run_framework("RANK=1 FAKE_NCCL_LOG=/dev/null" + (value.empty() ? "" : " STREAMRACE_HOST_CLOCK=" + value),
+                           "twice");
     const uint64_t after = now();
     ASSERT_EQ(r.rc, 0) << r.err;
     auto files = trace_files();
@@ -501,11 +503,15 @@ TEST_F(PreloadTest, HostClockTscTimesRecordsOnTheMonotonicClock) {
     auto t = read_trace(files[0].string());
     EXPECT_TRUE(t.stats.complete);
     std::vector<std::string> notices = t.notice_texts();
-    const bool counter = std::string(value) == "tsc" && source == "tsc";
-    if (counter) {
+    const bool counter = (value == "tsc" || value == "auto" || value.empty()) && source == "tsc";
+    EXPECT_EQ(t.header.extra.at("host_clock"), counter ? "tsc" : "clock_gettime");
+    if (value == "tsc" && counter) {
       EXPECT_EQ(r.err, "");
       EXPECT_EQ(notices, std::vector<std::string>{
                              "setting host_clock=tsc: host times from the time-stamp counter, scaled to CLOCK_MONOTONIC"});
+    } else if (value != "tsc" && value != "sundial") {
+      EXPECT_EQ(r.err, "");
+      EXPECT_TRUE(notices.empty());
     } else {
       ASSERT_EQ(notices.size(), 1u);
       EXPECT_EQ(notices[0].rfind("setting host_clock=" + std::string(value) + " ignored (", 0), 0u) << notices[0];
