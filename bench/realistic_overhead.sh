@@ -22,6 +22,8 @@
 #   noblocks        the same with STREAMRACE_TORCH_ALLOCATOR=0 (no caching-allocator block events)
 #   nomemo          the same with STREAMRACE_LAUNCH_MEMO=0 (every launch's arguments scanned)
 #   tscclock        the same with STREAMRACE_HOST_CLOCK=tsc (records timed by the scaled counter)
+#   monoclock       the same with STREAMRACE_HOST_CLOCK=monotonic (clock_gettime per record: the
+#                   default until session 41, auto since)
 #   chunk64, chunk256, chunk1024  the same with STREAMRACE_CHUNK_KIB=N (a thread's record buffer
 #                   handed to the flusher every N KiB instead of 4096)
 #   nodefer         the same with STREAMRACE_DEFER_SCAN=0 (arguments scanned on the launching
@@ -306,6 +308,7 @@ run_one() {  # job cfg round
         noblocks)      STREAMRACE_TORCH_ALLOCATOR=0 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         nomemo)        STREAMRACE_LAUNCH_MEMO=0 STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         tscclock)      STREAMRACE_HOST_CLOCK=tsc STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
+        monoclock)     STREAMRACE_HOST_CLOCK=monotonic STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         chunk64|chunk256|chunk1024) STREAMRACE_CHUNK_KIB=${cfg#chunk} STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         nodefer)       STREAMRACE_DEFER_SCAN=0 STREAMRACE_PYTHON_SITES=2 timeout -k 10 "$t" "${PINCMD[@]}" "$STREAMRACE" run --no-color -o "$tdir" -- "${cmd[@]}" ;;
         nodefer_selftime) STREAMRACE_DEFER_SCAN=0 STREAMRACE_PYTHON_SITES=2 STREAMRACE_SELF_TIME=1 \
@@ -327,7 +330,7 @@ run_one() {  # job cfg round
     metric=$(grep -oE "^$(job_metric "$job") -?[0-9.]+" "$log" | tail -n1 | cut -d' ' -f2)
     [[ "$job" == *_ab ]] && info="$(grep -E '^ab_(on|off)_(us|ns|ms) |^ab_added_pct ' "$log" | tr '\n' ' ')$(grep -m1 -oE 'o[f]+_won [0-9/]+|off won [0-9]+' "$log" || true)"
     case $cfg in
-        streamrace|nostacks|noblocks|nomemo|tscclock|chunk64|chunk256|chunk1024|nodefer|nodefer_selftime|rtlaunch|oldstacks|selftime|baseline|baseline_selftime|confirmwin|cut[1-6])
+        streamrace|nostacks|noblocks|nomemo|tscclock|monoclock|chunk64|chunk256|chunk1024|nodefer|nodefer_selftime|rtlaunch|oldstacks|selftime|baseline|baseline_selftime|confirmwin|cut[1-6])
             bytes=$(du -sb "$tdir" | cut -f1)
             files=$(find "$tdir" -name '*.srace' | wc -l)
             if [[ "$files" -eq 0 ]]; then
@@ -367,7 +370,7 @@ cfgs=()
 for c in $CONFIGS; do
     case $c in
         untraced) ;;
-        streamrace|nostacks|noblocks|nomemo|tscclock|chunk64|chunk256|chunk1024|nodefer|nodefer_selftime|rtlaunch|oldstacks|selftime|confirmwin|cut[1-6]) (( HAVE_SR )) || continue ;;
+        streamrace|nostacks|noblocks|nomemo|tscclock|monoclock|chunk64|chunk256|chunk1024|nodefer|nodefer_selftime|rtlaunch|oldstacks|selftime|confirmwin|cut[1-6]) (( HAVE_SR )) || continue ;;
         baseline|baseline_selftime)
             (( HAVE_SR )) || continue
             [[ -n "${BASELINE_LIB:-}" && -f "${BASELINE_LIB:-}" ]] || { note "$c skipped: BASELINE_LIB='${BASELINE_LIB:-}' is not a file"; continue; } ;;
@@ -419,12 +422,13 @@ for line in open(raw):
     r["units"] = units
     r["trace_bytes_per_unit"] = r["trace_bytes"] / units if r["trace_bytes"] is not None else None
     rows.append(r)
-order = ["untraced", "streamrace", "baseline", "rtlaunch", "selftime", "baseline_selftime", "oldstacks", "nostacks", "noblocks", "nomemo", "tscclock", "chunk64", "chunk256", "chunk1024", "nodefer", "nodefer_selftime", "cut1", "cut5", "cut2", "cut3", "cut4", "cut6", "confirmwin", "floor_domains",
+order = ["untraced", "streamrace", "baseline", "rtlaunch", "selftime", "baseline_selftime", "oldstacks", "nostacks", "noblocks", "nomemo", "tscclock", "monoclock", "chunk64", "chunk256", "chunk1024", "nodefer", "nodefer_selftime", "cut1", "cut5", "cut2", "cut3", "cut4", "cut6", "confirmwin", "floor_domains",
          "floor_cbids", "floor_rtcbids"]
 what = {"untraced": "untraced", "streamrace": "`streamrace run` (default)", "nostacks": "`streamrace run`, STREAMRACE_STACKS=none",
         "noblocks": "`streamrace run`, STREAMRACE_TORCH_ALLOCATOR=0",
         "nomemo": "`streamrace run`, STREAMRACE_LAUNCH_MEMO=0",
         "tscclock": "`streamrace run`, STREAMRACE_HOST_CLOCK=tsc",
+        "monoclock": "`streamrace run`, STREAMRACE_HOST_CLOCK=monotonic",
         "chunk64": "`streamrace run`, STREAMRACE_CHUNK_KIB=64 (a thread's records handed over every 64 KiB)",
         "chunk256": "`streamrace run`, STREAMRACE_CHUNK_KIB=256",
         "chunk1024": "`streamrace run`, STREAMRACE_CHUNK_KIB=1024",
