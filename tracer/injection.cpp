@@ -65,19 +65,45 @@ __attribute__((destructor)) void streamrace_on_unload() {
 
 }  // namespace
 
+namespace {
+template <typename Fn>
+Fn next_fn(const char* name) {
+  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+}
+
+using ExecveFn = int (*)(const char*, char* const[], char* const[]);
+using ExecvFn = int (*)(const char*, char* const[]);
+using FexecveFn = int (*)(int, char* const[], char* const[]);
+using ExecveatFn = int (*)(int, const char*, char* const[], char* const[], int);
+
+// The interposed functions' next definitions (libc's), resolved at load, so that an exec or
+// _exit in a vfork() child (where taking the loader's lock the parent's threads may hold is
+// best avoided) finds them ready.
+struct NextFns {
+  using ExitFn = void (*)(int);
+  ExitFn exit_lower = next_fn<ExitFn>("_exit");
+  ExitFn exit_upper = next_fn<ExitFn>("_Exit");
+  ExecveFn execve = next_fn<ExecveFn>("execve");
+  ExecvFn execv = next_fn<ExecvFn>("execv");
+  ExecvFn execvp = next_fn<ExecvFn>("execvp");
+  ExecveFn execvpe = next_fn<ExecveFn>("execvpe");
+  FexecveFn fexecve = next_fn<FexecveFn>("fexecve");
+  ExecveatFn execveat = next_fn<ExecveatFn>("execveat");
+};
+const NextFns& next_fns() {
+  static const NextFns fns;
+  return fns;
+}
+__attribute__((constructor)) void resolve_next_fns() { (void)next_fns(); }
+}  // namespace
+
 // _exit and _Exit skip atexit handlers and destructors: a process leaving that way (a forked
 // worker's os._exit, a child's _exit after its work) would lose every record not yet flushed.
 // The preloaded library interposes them: the trace is finished first (only the recorder's own
 // locks, no loader call: a forked child of a threaded parent may not take others), then the
 // real call runs.
 namespace {
-using ExitFn = void (*)(int);
-// Resolved at load: a vfork() child leaving with _exit should not take the loader's lock.
-ExitFn g_next_exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_exit"));
-ExitFn g_next_Exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_Exit"));
-[[noreturn]] void real_exit(const char* name, int status) {
-  ExitFn fn = name[1] == 'e' ? g_next_exit : g_next_Exit;
-  if (fn == nullptr) fn = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, name));
+[[noreturn]] void real_exit(void (*fn)(int), int status) {
   if (fn) fn(status);
   syscall(SYS_exit_group, status);  // no next definition (cannot happen with glibc)
   __builtin_unreachable();
@@ -86,12 +112,12 @@ ExitFn g_next_Exit = reinterpret_cast<ExitFn>(dlsym(RTLD_NEXT, "_Exit"));
 
 extern "C" __attribute__((visibility("default"), noreturn)) void _exit(int status) {
   if (TracerProcess::enabled()) TracerProcess::get().at_quick_exit();
-  real_exit("_exit", status);
+  real_exit(next_fns().exit_lower, status);
 }
 
 extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int status) {
   if (TracerProcess::enabled()) TracerProcess::get().at_quick_exit();
-  real_exit("_Exit", status);
+  real_exit(next_fns().exit_upper, status);
 }
 
 // The exec family: a process that replaces its image (os.execv, a launcher that execs the
@@ -103,10 +129,6 @@ extern "C" __attribute__((visibility("default"), noreturn)) void _Exit(int statu
 // nothing is done: the memory, and the trace, are the parent's. The variadic execl* build
 // their argument lists and go to execv, execvp and execve (as glibc's own do).
 namespace {
-template <typename Fn>
-Fn next_fn(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-}
 
 class ExecScope {
  public:
@@ -124,26 +146,6 @@ class ExecScope {
   bool taken_;
 };
 
-using ExecveFn = int (*)(const char*, char* const[], char* const[]);
-using ExecvFn = int (*)(const char*, char* const[]);
-using FexecveFn = int (*)(int, char* const[], char* const[]);
-using ExecveatFn = int (*)(int, const char*, char* const[], char* const[], int);
-
-// Resolved at load, so that an exec in a vfork() child (where taking the loader's lock the
-// parent's threads may hold is best avoided) finds them ready.
-struct ExecFns {
-  ExecveFn execve = next_fn<ExecveFn>("execve");
-  ExecvFn execv = next_fn<ExecvFn>("execv");
-  ExecvFn execvp = next_fn<ExecvFn>("execvp");
-  ExecveFn execvpe = next_fn<ExecveFn>("execvpe");
-  FexecveFn fexecve = next_fn<FexecveFn>("fexecve");
-  ExecveatFn execveat = next_fn<ExecveatFn>("execveat");
-};
-const ExecFns& exec_fns() {
-  static const ExecFns fns;
-  return fns;
-}
-__attribute__((constructor)) void resolve_exec_fns() { (void)exec_fns(); }
 
 int no_next() {
   errno = ENOSYS;
@@ -156,32 +158,32 @@ int no_next() {
 
 SR_EXEC_EXPORT int execve(const char* path, char* const argv[], char* const envp[]) {
   ExecScope scope;
-  return exec_fns().execve ? exec_fns().execve(path, argv, envp) : no_next();
+  return next_fns().execve ? next_fns().execve(path, argv, envp) : no_next();
 }
 
 SR_EXEC_EXPORT int execv(const char* path, char* const argv[]) {
   ExecScope scope;
-  return exec_fns().execv ? exec_fns().execv(path, argv) : no_next();
+  return next_fns().execv ? next_fns().execv(path, argv) : no_next();
 }
 
 SR_EXEC_EXPORT int execvp(const char* file, char* const argv[]) {
   ExecScope scope;
-  return exec_fns().execvp ? exec_fns().execvp(file, argv) : no_next();
+  return next_fns().execvp ? next_fns().execvp(file, argv) : no_next();
 }
 
 SR_EXEC_EXPORT int execvpe(const char* file, char* const argv[], char* const envp[]) {
   ExecScope scope;
-  return exec_fns().execvpe ? exec_fns().execvpe(file, argv, envp) : no_next();
+  return next_fns().execvpe ? next_fns().execvpe(file, argv, envp) : no_next();
 }
 
 SR_EXEC_EXPORT int fexecve(int fd, char* const argv[], char* const envp[]) {
   ExecScope scope;
-  return exec_fns().fexecve ? exec_fns().fexecve(fd, argv, envp) : no_next();
+  return next_fns().fexecve ? next_fns().fexecve(fd, argv, envp) : no_next();
 }
 
 SR_EXEC_EXPORT int execveat(int dirfd, const char* path, char* const argv[], char* const envp[], int flags) {
   ExecScope scope;
-  return exec_fns().execveat ? exec_fns().execveat(dirfd, path, argv, envp, flags) : no_next();
+  return next_fns().execveat ? next_fns().execveat(dirfd, path, argv, envp, flags) : no_next();
 }
 
 // The execl* argument lists are gathered on the stack, as glibc's own do: no allocation, which

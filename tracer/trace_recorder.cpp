@@ -723,7 +723,7 @@ TraceRecorder::ExecSeal TraceRecorder::seal_for_exec(std::function<void()> befor
   int idle = kExecIdle;
   if (!exec_state_.compare_exchange_strong(idle, kExecClaimed)) return ExecSeal::kNone;
   exec_before_ = std::move(before);
-  if (!opts_.background_flusher || !flusher_.joinable()) {
+  if (!has_flusher_thread()) {
     // No flusher thread (tests, or none could be started): the calling thread does it.
     exec_state_.store(kExecRunning);
     const ExecSeal r = do_exec_seal();
@@ -752,7 +752,7 @@ TraceRecorder::ExecSeal TraceRecorder::seal_for_exec(std::function<void()> befor
 
 void TraceRecorder::unseal_after_exec() {
   unseal_wanted_.store(true);
-  if (!opts_.background_flusher || !flusher_.joinable()) {
+  if (!has_flusher_thread()) {
     do_exec_requests();
     return;
   }

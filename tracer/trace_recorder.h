@@ -306,6 +306,7 @@ class TraceRecorder {
   void do_exec_requests();                  // on the flusher: what was asked, in order
   void take_back_marker_locked();           // unseal_wanted_: the marker goes (requires flush_mu_)
   void wake_flusher_if_free();              // notify without waiting for wake_mu_
+  bool has_flusher_thread() const { return opts_.background_flusher && flusher_.joinable(); }
   std::atomic<bool> recording_hint_{true};
   bool bench_unlocked_seq_ = false;  // setting bench_cut 6 (set_bench_unlocked_seq)
   alignas(64) RecorderOptions opts_;

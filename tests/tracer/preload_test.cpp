@@ -99,6 +99,14 @@ class PreloadTest : public ::testing::Test {
     fs::create_directories(traces_);
     return run(env, "'" SR_FRAMEWORK_APP "' '" SR_FAKE_FRAMEWORK "' " + mode);
   }
+  // A Python script, written as `name` in the test's directory, run by python3 (`flags` before
+  // the script) with the fake framework as its argument.
+  Result run_python(const std::string& env, const std::string& name, const std::string& source,
+                    const std::string& flags = "") {
+    const fs::path script = base_ / name;
+    std::ofstream(script) << source;
+    return run(env, "python3 " + flags + (flags.empty() ? "" : " ") + "'" + script.string() + "' '" SR_FAKE_FRAMEWORK "'");
+  }
   std::vector<fs::path> trace_files() const {
     std::vector<fs::path> out;
     for (auto& e : fs::directory_iterator(traces_)) out.push_back(e.path());
@@ -623,20 +631,16 @@ TEST_F(PreloadTest, ExecClosesAWindowedTraceAndAFailedExecGoesOnInANewOne) {
 // child _exit in the parent's memory. The parent's trace stays whole and complete.
 TEST_F(PreloadTest, APythonSubprocessThatCannotStartLeavesTheTraceWhole) {
   if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
-  fs::path script = base_ / "spawn.py";
-  {
-    std::ofstream py(script);
-    py << "import ctypes, subprocess, sys\n"
-          "lib = ctypes.PyDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
-          "assert lib.fake_framework_run() == 0\n"
-          "try:\n"
-          "    subprocess.run(['/nonexistent/streamrace-test-program'])\n"
-          "    sys.exit(5)\n"
-          "except FileNotFoundError:\n"
-          "    pass\n"
-          "assert lib.fake_framework_run() == 0\n";
-  }
-  auto r = run("FAKE_NCCL_LOG=/dev/null", "python3 '" + script.string() + "' '" SR_FAKE_FRAMEWORK "'");
+  auto r = run_python("FAKE_NCCL_LOG=/dev/null", "spawn.py",
+                      "import ctypes, subprocess, sys\n"
+                      "lib = ctypes.PyDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
+                      "assert lib.fake_framework_run() == 0\n"
+                      "try:\n"
+                      "    subprocess.run(['/nonexistent/streamrace-test-program'])\n"
+                      "    sys.exit(5)\n"
+                      "except FileNotFoundError:\n"
+                      "    pass\n"
+                      "assert lib.fake_framework_run() == 0\n");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.err, "");
   auto files = trace_files();
@@ -648,23 +652,19 @@ TEST_F(PreloadTest, APythonSubprocessThatCannotStartLeavesTheTraceWhole) {
 
 TEST_F(PreloadTest, PythonInterpreterShutdownKeepsTheStatusAndACompleteTrace) {
   if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
-  fs::path script = base_ / "leave.py";
-  {
-    std::ofstream py(script);
-    py << "import ctypes, sys, threading\n"
-          "lib = ctypes.PyDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
-          "assert lib.fake_framework_run() == 0\n"
-          "threading.Thread(target=lambda: [lib.fake_framework_run() for _ in range(1000)], daemon=True).start()\n"
-          "pid = __import__('os').fork()\n"
-          "if pid == 0:\n"
-          "    lib.fake_framework_run()\n"
-          "    __import__('os')._exit(4)  # a worker leaving without Python's or C's exit handlers\n"
-          "assert __import__('os').waitpid(pid, 0)[1] >> 8 == 4\n"
-          "sys.exit(3)\n";
-  }
   // From CPython 3.12, os.fork() in a process with more than one thread (the tracer's flusher)
   // warns on stderr (DeprecationWarning): Python's, not the tracer's, so it is silenced here.
-  auto r = run("RANK=1", "python3 -W ignore::DeprecationWarning '" + script.string() + "' '" SR_FAKE_FRAMEWORK "'");
+  auto r = run_python("RANK=1", "leave.py",
+                      "import ctypes, sys, threading\n"
+                      "lib = ctypes.PyDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
+                      "assert lib.fake_framework_run() == 0\n"
+                      "threading.Thread(target=lambda: [lib.fake_framework_run() for _ in range(1000)], daemon=True).start()\n"
+                      "pid = __import__('os').fork()\n"
+                      "if pid == 0:\n"
+                      "    lib.fake_framework_run()\n"
+                      "    __import__('os')._exit(4)  # a worker leaving without Python's or C's exit handlers\n"
+                      "assert __import__('os').waitpid(pid, 0)[1] >> 8 == 4\n"
+                      "sys.exit(3)\n", "-W ignore::DeprecationWarning");
   EXPECT_EQ(r.rc, 3) << r.err;
   EXPECT_EQ(r.err, "");
   auto files = trace_files();
@@ -680,16 +680,12 @@ TEST_F(PreloadTest, PythonInterpreterShutdownKeepsTheStatusAndACompleteTrace) {
 // must be the Python frames, innermost first, naming the script, function and line.
 TEST_F(PreloadTest, CallsFromPythonCarryPythonStacks) {
   if (std::system("command -v python3 >/dev/null 2>&1") != 0) GTEST_SKIP() << "no python3";
-  fs::path script = base_ / "drive.py";
-  {
-    std::ofstream py(script);
-    py << "import ctypes, sys\n"
-          "lib = ctypes.PyDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
-          "def train_step():\n"
-          "    return lib.fake_framework_run()\n"
-          "sys.exit(train_step())\n";
-  }
-  auto r = run("FAKE_NCCL_LOG=/dev/null", "python3 '" + script.string() + "' '" SR_FAKE_FRAMEWORK "'");
+  auto r = run_python("FAKE_NCCL_LOG=/dev/null", "drive.py",
+                      "import ctypes, sys\n"
+                      "lib = ctypes.PyDLL(sys.argv[1], mode=ctypes.RTLD_LOCAL)\n"
+                      "def train_step():\n"
+                      "    return lib.fake_framework_run()\n"
+                      "sys.exit(train_step())\n");
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.err, "");
   auto files = trace_files();
@@ -703,7 +699,7 @@ TEST_F(PreloadTest, CallsFromPythonCarryPythonStacks) {
   const auto& frames = t.stacks.at(ar.call.stack_id);
   ASSERT_EQ(frames.size(), 2u);
   EXPECT_EQ(frames[0].kind, trace::FrameKind::kPython);
-  EXPECT_EQ(t.str(frames[0].file_id), script.string());
+  EXPECT_EQ(t.str(frames[0].file_id), (base_ / "drive.py").string());
   EXPECT_EQ(t.str(frames[0].function_id), "train_step");
   EXPECT_EQ(frames[0].line, 4u);
   EXPECT_EQ(t.str(frames[1].function_id), "<module>");
