@@ -216,6 +216,10 @@ if [[ -z "${REPORT_ONLY:-}" ]]; then  # (a re-report keeps the run's own machine
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "host: $(hostname) $(uname -r); $(sed -n "s/^PRETTY_NAME=//p" /etc/os-release 2>/dev/null | tr -d "\"")"
     echo "cpus: $(nproc)"
+    # The host's processor and clock: the loop's cost moves with them between hosts of one GPU kind.
+    cpuinfo() { sed -n "s/^$1[[:space:]]*: //p" /proc/cpuinfo 2>/dev/null | head -n1; }
+    echo "cpu: $(cpuinfo "model name") (family $(cpuinfo "cpu family") model $(cpuinfo model), $(cpuinfo "cpu MHz") MHz);" \
+         "clocksource $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null || echo "?")"
     if command -v nvidia-smi >/dev/null; then
         echo "gpu: $(nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader 2>&1 | head -n 4 | paste -sd ';')"
     else
