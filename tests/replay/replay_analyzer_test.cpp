@@ -39,6 +39,14 @@ std::vector<Schedule> all_ranks(int stage, const std::string& variant, const std
   return out;
 }
 
+RecordFixOptions fix_options(std::vector<std::string> fingerprints, std::string out_dir, uint32_t max_rounds) {
+  RecordFixOptions o;
+  o.fingerprints = std::move(fingerprints);
+  o.out_dir = std::move(out_dir);
+  o.max_rounds = max_rounds;
+  return o;
+}
+
 bool later_site_is(const streamrace::analysis::Finding& f, const std::string& fn, uint32_t line) {
   return !f.later.stack.empty() && f.later.stack[0].function == fn && f.later.stack[0].line == line;
 }
@@ -84,7 +92,7 @@ TEST(ReplayAnalyzer, ApplyingEveryFixToTheRecordedNoneTraceRemovesTheRaces) {
   const std::string in = temp_dir("fix_in"), out = temp_dir("fix_out");
   auto before = analyze_schedules(all_ranks(1, "none"), in);
   ASSERT_FALSE(before.findings.empty());
-  auto res = apply_record_fixes(before.traces, RecordFixOptions{{}, out, 256});
+  auto res = apply_record_fixes(before.traces, fix_options({}, out, 256));
   EXPECT_EQ(res.before.findings.size(), before.findings.size());
   EXPECT_EQ(res.after.findings.size(), 0u);
   EXPECT_EQ(res.verdict.removed.size(), before.findings.size());
@@ -123,12 +131,12 @@ TEST(ReplayAnalyzer, ApplyingOneFingerprintToABuilderTraceRemovesExactlyThatFind
   auto before = analyze_traces({path});
   ASSERT_GE(before.findings.size(), 1u);
   const std::string target = before.findings[0].fingerprint;
-  auto res = apply_record_fixes({path}, RecordFixOptions{{target}, dir + "/fixed", 16});
+  auto res = apply_record_fixes({path}, fix_options({target}, dir + "/fixed", 16));
   EXPECT_EQ(res.verdict.removed, std::vector<std::string>{target});
   EXPECT_TRUE(res.verdict.remaining.empty());
   EXPECT_TRUE(res.verdict.introduced.empty());
   for (const auto& f : res.after.findings) EXPECT_NE(f.fingerprint, target);
-  EXPECT_THROW(apply_record_fixes({path}, RecordFixOptions{{"0000000000000000"}, dir + "/x", 16}),
+  EXPECT_THROW(apply_record_fixes({path}, fix_options({"0000000000000000"}, dir + "/x", 16)),
                std::invalid_argument);
 }
 
@@ -150,7 +158,7 @@ TEST(ReplayAnalyzer, AHostAccessFindingIsReportedUnfixableNotEdited) {
   auto before = analyze_traces({path});
   ASSERT_EQ(before.findings.size(), 1u);
   const std::string fp = before.findings[0].fingerprint;
-  auto res = apply_record_fixes({path}, RecordFixOptions{{}, dir + "/fixed", 16});
+  auto res = apply_record_fixes({path}, fix_options({}, dir + "/fixed", 16));
   EXPECT_EQ(res.total_edits(), 0u);
   ASSERT_EQ(res.traces.size(), 1u);
   ASSERT_EQ(res.traces[0].warnings.size(), 1u);

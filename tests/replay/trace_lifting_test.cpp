@@ -123,7 +123,7 @@ TEST(TraceLifting, ReEmittingALiftedScheduleKeepsItsHandlesAndAddresses) {
 TEST(TraceLifting, TheShapeLiftSizesTheScheduleAsTheWholeLiftDoes) {
   const std::string emitted = temp_path("shape_zero.srace");
   emit_trace(tiny(2, "none"), emitted);
-  for (const std::string path :
+  for (const std::string& path :
        {std::string(SR_REPLAY_DATA_DIR "/../../../samples/traces/deepspeed-0.14.2/vm-1230.srace"),
         std::string(SR_REPLAY_DATA_DIR "/../precise/async_copy_racy_precise/vm-574.srace"), emitted}) {
     SCOPED_TRACE(path);
