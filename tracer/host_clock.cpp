@@ -31,7 +31,7 @@ constexpr int64_t kJumpNs = 1'000'000;
 
 struct State {
   std::mutex mu;
-  bool started = false;
+  std::atomic<bool> started{false};  // written under mu; read without it by tsc_started()
   uint64_t tsc0 = 0;
   int64_t ns0 = 0;
   int64_t last_ns = 0;  // the clock at the last adjustment
@@ -42,7 +42,6 @@ State& state() {
   static State* s = new State;  // never destroyed: the flusher may adjust during exit
   return *s;
 }
-std::atomic<bool> g_started{false};  // State::started, readable without its lock
 
 // A child forked while its parent's flusher held the lock would find it held for good: the
 // child's lock is made anew (the child has one thread when this runs).
@@ -115,7 +114,6 @@ void start_tsc() {
   read_pair(s.tsc0, s.ns0);
   s.last_ns = s.ns0;
   s.started = true;
-  g_started.store(true, std::memory_order_relaxed);
 #endif
 }
 
@@ -165,9 +163,8 @@ void stop() {
   std::lock_guard lock(s.mu);
   detail::g_scale.store(nullptr, std::memory_order_release);
   s.started = false;
-  g_started.store(false, std::memory_order_relaxed);
 }
 
-bool tsc_started() { return g_started.load(std::memory_order_relaxed); }
+bool tsc_started() { return state().started.load(std::memory_order_relaxed); }
 
 }  // namespace streamrace::tracer::host_clock
