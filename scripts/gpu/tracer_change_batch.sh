@@ -33,6 +33,7 @@ OUT=${OUT:-/tmp/tracer_change}
 export PIN=${PIN:-2-9}
 BASELINE_LIB=${BASELINE_LIB:-$REPO/gpu-carry/baseline/libstreamrace.so}
 SKIP=${SKIP:-^$}
+RR_S=${RR_S:-180}
 mkdir -p "$OUT"
 t0=$(date +%s)
 step() { [[ "$1" =~ $SKIP ]] && { echo "== $1 skipped (SKIP)"; return 1; }; echo "== $1 at $(( $(date +%s) - t0 )) s"; }
@@ -63,14 +64,13 @@ LAUNCH_S=${LAUNCH_S:-$(need_s "$LAUNCH_JOBS" "$LAUNCH_CONFIGS" "$LAUNCH_ROUNDS")
 ZERO2_S=${ZERO2_S:-$(need_s zero2_ab "$ZERO2_CONFIGS" "$ZERO2_ROUNDS")}
 SELFTIME_S=${SELFTIME_S:-$(need_s "$SELFTIME_JOB" "$SELFTIME_CONFIGS" "$SELFTIME_ROUNDS")}
 plan=0
-for p in "rerecord ${RR_S:-180}" "launch $LAUNCH_S" "zero2 $ZERO2_S" "selftime $SELFTIME_S"; do
-  set -- $p
-  [[ "$1" =~ $SKIP ]] || plan=$((plan + $2))
+for s in rerecord:$RR_S launch:$LAUNCH_S zero2:$ZERO2_S selftime:$SELFTIME_S; do
+  [[ "${s%%:*}" =~ $SKIP ]] || plan=$((plan + ${s#*:}))
 done
-echo "plan: rerecord ${RR_S:-180} s, launch $LAUNCH_S s, zero2 $ZERO2_S s, selftime $SELFTIME_S s (SKIP '$SKIP'): $plan s"
+echo "plan: rerecord $RR_S s, launch $LAUNCH_S s, zero2 $ZERO2_S s, selftime $SELFTIME_S s (SKIP '$SKIP'): $plan s"
 (( plan <= 600 )) || echo "warning: the plan takes $plan s, more than a device call's 600 s: set SKIP or fewer rounds, or the call's timeout ends it"
 if step rerecord; then
-  OUT=$OUT/rr DEADLINE_S=${RR_S:-180} bash scripts/gpu/rerecord_batch.sh >"$OUT/rerecord.log" 2>&1
+  OUT=$OUT/rr DEADLINE_S=$RR_S bash scripts/gpu/rerecord_batch.sh >"$OUT/rerecord.log" 2>&1
   tail -3 "$OUT/rerecord.log"
 fi
 overhead() {  # name job configs rounds deadline
