@@ -658,7 +658,7 @@ constexpr size_t kFunctionCacheLimit = 4096;  // per thread; cleared when full
 // The first line holds the first four parameters' slots (most of PyTorch's kernels take no
 // more).
 struct alignas(64) FrontFacts {
-  static constexpr uint32_t kInlineSlots = 10;
+  static constexpr uint32_t kInlineSlots = 9;
   uint64_t func = 0;      // 0: empty
   uint64_t recorder = 0;  // as FunctionFacts::recorder
   const KernelSignature* signature = nullptr;
@@ -668,6 +668,9 @@ struct alignas(64) FrontFacts {
   bool have_layout = false;
   ParamSlot inline_slots[kInlineSlots];
   const ParamSlot* long_slots = nullptr;  // the map's layout, when longer than kInlineSlots
+  // A deferred launch's words (each parameter's size, then its bytes in words), as
+  // DeferredLaunchTail::nwords (at most UINT32_MAX; more does not fit a record anyway).
+  uint32_t tail_words = 0;
   // The words the scan copies (each parameter's size, then its bytes in words) when the
   // launch memo keeps launches of the function (at most MemoEntry::kExactWords); else 0.
   uint16_t memo_words = 0;
@@ -812,6 +815,7 @@ __attribute__((noinline, cold)) void fill_facts(CudaCallHandler& handler, bool k
   uint64_t words = 0;
   for (size_t i = 0; i < n; ++i) words += 1 + (uint64_t(full->layout[i].size) + 7) / 8;
   front.memo_words = n > 0 && words <= MemoEntry::kExactWords ? uint16_t(words) : 0;
+  front.tail_words = uint32_t(std::min<uint64_t>(words, UINT32_MAX));
   front.memo_lookups = 0;
   front.memo_hits = 0;
   if (n <= FrontFacts::kInlineSlots) {
@@ -841,58 +845,75 @@ inline const uint8_t* parameter_bytes(const CudaCall& call, std::span<const Para
 // zero-extended to a word). Copies of a constant size are a load and a store each; the sizes
 // most parameters have (a pointer, a size, an int, a flag, PyTorch's two-pointer array) take
 // no call.
-inline __attribute__((always_inline)) void copy_words(uint64_t* out, const uint8_t* base, uint32_t size) {
+inline __attribute__((always_inline)) void copy_words(void* out, const uint8_t* base, uint32_t size) {
+  // Stores by memcpy: `out` may be a record's place in a chunk, not 8-byte aligned.
+  auto word = [out](uint64_t v) { std::memcpy(out, &v, 8); };
   switch (size) {
     case 8: std::memcpy(out, base, 8); break;
-    case 4: { uint32_t v; std::memcpy(&v, base, 4); out[0] = v; break; }
-    case 1: out[0] = base[0]; break;
+    case 4: { uint32_t v; std::memcpy(&v, base, 4); word(v); break; }
+    case 1: word(base[0]); break;
     case 16: std::memcpy(out, base, 16); break;
-    case 2: { uint16_t v; std::memcpy(&v, base, 2); out[0] = v; break; }
+    case 2: { uint16_t v; std::memcpy(&v, base, 2); word(v); break; }
     default:
-      if (size % 8 != 0) out[size / 8] = 0;
+      if (size % 8 != 0) std::memset(static_cast<uint8_t*>(out) + size_t(size / 8) * 8, 0, 8);
       std::memcpy(out, base, size);
   }
 }
 
-// A deferred launch's tail (DeferredLaunchTail, then each parameter's size and its bytes in
-// words as the scan copies them, then the cuBLAS call's ranges) in the thread's raw words;
-// empty when a parameter has no bytes or they do not fit (the launch is then scanned here).
-inline __attribute__((always_inline)) std::span<const uint64_t> deferred_words(void* const* args, const void* packed,
-                                                                               const FrontFacts& facts,
-                                                                               LaunchScratch& scratch,
-                                                                               const TracerThreadState& ts,
-                                                                               uint64_t version) {
-  const std::span<const ParamSlot> layout(facts.slots(), facts.nslots);
+// A deferred launch's tail: DeferredLaunchTail, then each parameter's size and its bytes in
+// words as the scan copies them, then the cuBLAS call's ranges. Its length in words, or 0 when
+// it would not fit LaunchScratch's raw words (the launch is then scanned here).
+inline size_t deferred_words_count(const FrontFacts& facts, const TracerThreadState& ts) {
   const uint32_t blas = ts.blas_access_count;
   if (blas > LaunchScratch::kRawWords / 4) [[unlikely]]
-    return {};
-  uint64_t* const raw = scratch.raw_words();
-  const size_t limit = LaunchScratch::kRawWords - size_t(blas) * 3;
-  size_t n = kDeferredTailWords;
+    return 0;
+  const size_t n = kDeferredTailWords + size_t(facts.tail_words) + size_t(blas) * 3;
+  return n <= LaunchScratch::kRawWords ? n : 0;
+}
+
+// Writes the tail (deferred_words_count's words) at `out`, which need not be 8-byte aligned;
+// false when a parameter has no bytes.
+inline __attribute__((always_inline)) bool write_deferred_words(uint8_t* out, void* const* args, const void* packed,
+                                                                const FrontFacts& facts, const TracerThreadState& ts,
+                                                                uint64_t version) {
+  const std::span<const ParamSlot> layout(facts.slots(), facts.nslots);
+  uint8_t* at = out + sizeof(DeferredLaunchTail);
   for (size_t i = 0; i < layout.size(); ++i) {
     const uint8_t* base = parameter_bytes(args, packed, layout, i);
-    const uint32_t size = layout[i].size;
-    const size_t padded = (size_t(size) + 7) / 8;
-    if (base == nullptr || n + 1 + padded > limit) [[unlikely]]
-      return {};
-    raw[n++] = size;
-    copy_words(raw + n, base, size);
-    n += padded;
+    if (base == nullptr) [[unlikely]]
+      return false;
+    const uint64_t size = layout[i].size;
+    std::memcpy(at, &size, 8);
+    copy_words(at + 8, base, uint32_t(size));
+    at += 8 + (size + 7) / 8 * 8;
   }
   DeferredLaunchTail t;
   t.version = version;
   t.signature = reinterpret_cast<uint64_t>(facts.signature);
-  t.nwords = uint32_t(n - kDeferredTailWords);
+  t.nwords = facts.tail_words;
   t.nparams = uint32_t(layout.size());
-  t.blas_count = blas;
+  t.blas_count = ts.blas_access_count;
   t.misaligned = facts.pointer_misalignment;
-  std::memcpy(raw, &t, sizeof(t));
-  for (uint32_t i = 0; i < blas; ++i) {
+  std::memcpy(out, &t, sizeof(t));
+  for (uint32_t i = 0; i < t.blas_count; ++i) {
     const trace::CallAccessEntry& a = ts.blas_accesses[i];
-    raw[n++] = a.addr;
-    raw[n++] = a.bytes;
-    raw[n++] = a.info;
+    const uint64_t w[3] = {a.addr, a.bytes, a.info};
+    std::memcpy(at, w, sizeof(w));
+    at += sizeof(w);
   }
+  return true;
+}
+
+// The tail in the thread's raw words; empty when it does not fit or a parameter has no bytes.
+inline std::span<const uint64_t> deferred_words(void* const* args, const void* packed, const FrontFacts& facts,
+                                                LaunchScratch& scratch, const TracerThreadState& ts,
+                                                uint64_t version) {
+  const size_t n = deferred_words_count(facts, ts);
+  if (n == 0) [[unlikely]]
+    return {};
+  uint64_t* const raw = scratch.raw_words();
+  if (!write_deferred_words(reinterpret_cast<uint8_t*>(raw), args, packed, facts, ts, version)) [[unlikely]]
+    return {};
   return {raw, n};
 }
 
@@ -912,7 +933,7 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
 }
 
 // The launch path when the scan is deferred, apart from the scan's code: the function's facts,
-// the head, the words copied, the stack, the record. A launch it cannot take (no layout or no
+// the head, the stack, the record with the words copied into it. A launch it cannot take (no layout or no
 // arguments, a graph's kernel node, the launch corpus on, a parameter without bytes) is left
 // untouched to timed_kernel, which scans it.
 bool CudaCallHandler::deferred_kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
@@ -948,11 +969,15 @@ bool CudaCallHandler::deferred_launch(TracerThreadState& ts, const LaunchArgs& a
   if (facts.func != a.func || facts.recorder != recorder) [[unlikely]]
     fill_facts(*this, kernel_signatures_, scratch, facts, a.func, a.library_kernel, name, recorder);
   if (!facts.have_layout) return false;
-  const std::span<const uint64_t> tail = deferred_words(a.args, a.packed, facts, scratch, ts, allocs_.version());
-  if (tail.empty()) [[unlikely]]
+  const size_t words = deferred_words_count(facts, ts);
+  if (words == 0) [[unlikely]]
     return false;
+  // The table's version before the words are copied (they are copied after the stack).
+  const uint64_t version = allocs_.version();
   trace::KernelLaunchHead h{};
-  const bool precise = ts.precise_correlation != 0 && ts.precise_correlation == correlation;
+  const uint64_t precise_correlation = ts.precise_correlation;
+  const char* const launch_function = ts.launch_function;
+  const bool precise = precise_correlation != 0 && precise_correlation == correlation;
   ts.precise_correlation = 0;
   ts.launch_function = nullptr;
   h.stream = stream;
@@ -970,8 +995,15 @@ bool CudaCallHandler::deferred_launch(TracerThreadState& ts, const LaunchArgs& a
   const uint32_t stack = capture_stack(ts);
   if (bench_cut_ == 4) [[unlikely]]
     return true;
-  rec_->add_deferred_kernel(ts, h, api, stack, tail);
-  return true;
+  // The words go straight into the record. A parameter without bytes (rare) leaves the launch to
+  // the general path, which takes its stack again and reads what the launch callback left.
+  if (rec_->add_deferred_kernel_in_place(ts, h, api, stack, words, [&](uint8_t* out) {
+        return write_deferred_words(out, a.args, a.packed, facts, ts, version);
+      }))
+    return true;
+  ts.precise_correlation = precise_correlation;
+  ts.launch_function = launch_function;
+  return false;
 }
 
 template <bool kTimed>

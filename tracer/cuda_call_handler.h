@@ -94,7 +94,8 @@ class CudaCallHandler {
   void set_deferred_scan(bool on);
   bool deferred_scan() const { return defer_; }
   // Setting bench_cut (benchmarks only): where a kernel launch's callback stops (0: nowhere;
-  // 1 at CUPTI's callback, 2 after the call's lookup, 3 before the stack, 4 before the record,
+  // 1 at CUPTI's callback, 2 after the call's lookup, 3 before the stack, 4 before the record
+  // (a lean launch copies its words straight into the record, so after the stack),
   // 5 at CUPTI's callback after a locked add to the recorder's sequence counter).
   void set_bench_cut(int cut) { bench_cut_ = uint8_t(cut); }
   // Driver launches outside runtime and NCCL calls take the lean path (on by default; tests

@@ -183,6 +183,12 @@ trace::CallInfo TraceRecorder::call(uint32_t api_id, uint32_t stack_id) {
 TraceRecorder::ThreadBuffer& TraceRecorder::take_call(trace::CallInfo& c, uint32_t api_id, uint32_t stack_id,
                                                      CurrentBuffer& current) {
   start_once();
+  ThreadBuffer& b = buffer(current);
+  fill_call(c, b, api_id, stack_id);
+  return b;
+}
+
+void TraceRecorder::fill_call(trace::CallInfo& c, ThreadBuffer& b, uint32_t api_id, uint32_t stack_id) {
   c = trace::CallInfo{};
   if (bench_unlocked_seq_) [[unlikely]] {
     c.seq = seq_.load(std::memory_order_relaxed);
@@ -190,12 +196,10 @@ TraceRecorder::ThreadBuffer& TraceRecorder::take_call(trace::CallInfo& c, uint32
   } else {
     c.seq = seq_.fetch_add(1, std::memory_order_relaxed);
   }
-  ThreadBuffer& b = buffer(current);
   c.host_ts_ns = host_clock::now_ns_after(b.last_ts_ns);
   c.thread = b.index;
   c.stack_id = stack_id;
   c.api_id = api_id;
-  return b;
 }
 
 void TraceRecorder::add_raw(trace::RecordKind kind, const void* fixed, size_t fixed_size, const void* tail,

@@ -135,6 +135,40 @@ class TraceRecorder {
     if (closed_.load(std::memory_order_relaxed)) return;
     append_record(b, rec, tail, kDeferredKernelLaunch);
   }
+  // The same with the tail written in place: `fill(out)` writes the tail, `words` words, straight
+  // into the thread's chunk (no copy through a scratch buffer) and answers whether it could;
+  // when it could not, nothing is recorded and this answers false (the caller records the launch
+  // another way). A closed recorder, or a chunk that cannot be had within max_buffer_bytes
+  // (counted as dropped, as add_deferred_kernel's would be), takes the launch and records nothing.
+  template <typename Fill>
+  bool add_deferred_kernel_in_place(TracerThreadState& ts, trace::KernelLaunchHead& rec, uint32_t api_id,
+                                    uint32_t stack_id, size_t words, Fill&& fill) {
+    start_once();
+    const size_t body = sizeof(rec) + words * sizeof(uint64_t);
+    if (body > 0xFFFF) [[unlikely]]
+      return false;
+    if (closed_.load(std::memory_order_relaxed)) return true;
+    ThreadBuffer& b = buffer(ts.recorder_buffer);
+    const size_t need = sizeof(trace::RecordPrefix) + body;
+    ThreadChunk* c = b.chunk.get();
+    if (c == nullptr || c->pos + need > c->capacity) [[unlikely]] {
+      c = next_chunk(b, need);
+      if (c == nullptr) {
+        dropped_.fetch_add(1, std::memory_order_relaxed);
+        return true;
+      }
+    }
+    uint8_t* at = c->data.get() + c->pos;
+    if (!fill(at + sizeof(trace::RecordPrefix) + sizeof(rec))) [[unlikely]]  // (not aligned: stores by memcpy)
+      return false;
+    fill_call(rec.call, b, api_id, stack_id);
+    const trace::RecordPrefix p{uint16_t(kDeferredKernelLaunch), uint16_t(body)};
+    std::memcpy(at, &p, sizeof(p));
+    std::memcpy(at + sizeof(p), &rec, sizeof(rec));
+    c->pos += need;
+    c->committed.store(c->pos, std::memory_order_release);
+    return true;
+  }
   // Who finishes deferred records (replacing any earlier one). Kept alive by the recorder.
   void set_deferred_resolver(std::shared_ptr<DeferredResolver> resolver);
   bool has_deferred_resolver() const { return has_resolver_.load(std::memory_order_relaxed); }
@@ -230,6 +264,8 @@ class TraceRecorder {
     return take_call(c, api_id, stack_id, current_buffer());
   }
   ThreadBuffer& take_call(trace::CallInfo& c, uint32_t api_id, uint32_t stack_id, CurrentBuffer& current);
+  // take_call's work once the buffer is found: the sequence number, the time, the thread.
+  void fill_call(trace::CallInfo& c, ThreadBuffer& b, uint32_t api_id, uint32_t stack_id);
   // add_raw() once the recorder is known open and the buffer found.
   void append(ThreadBuffer& b, trace::RecordKind kind, const void* fixed, size_t fixed_size, const void* tail,
               size_t tail_size);

@@ -1157,14 +1157,20 @@ TEST_F(HandlerTest, RuntimeLaunchWithoutDriverCallbackIsStillRecordedUnscanned) 
 // byte but the clock: cuLaunchKernel on the legacy stream (0 and 1), the per-thread stream (2)
 // and a stream of its own, cuLaunchKernel_ptsz on stream 0, cuLaunchKernelEx with its stream in
 // the config and its arguments packed in `extra`, a launch the Sanitizer API patched, a failed
-// launch, a launch inside an NCCL call, a function with no layout, a second context. Each
-// record's stream and device are checked as well, so a path that got them wrong on both runs
-// fails too.
+// launch, a launch inside an NCCL call, a function with no layout, a second context; ten
+// parameters (past the facts' inline slots) of sizes the words' copy takes apart, with a library
+// call's ranges; a parameter without bytes (the lean path gives the launch back, and the general
+// path still finds what the launch callback left: the patched flag and name). Each record's
+// stream and device are checked as well, so a path that got them wrong on both runs fails too.
 TEST_F(HandlerTest, ALeanLaunchGivesTheRecordOfTheGeneralPath) {
   const uint64_t a = 0x7000'0000;
   queries_.layouts[0xE1] = {{0, 8}, {8, 4}};
   queries_.layouts[0xE2] = {{0, 8}, {8, 8}};
   queries_.layouts[0xE3] = {{0, 8}, {8, 4}};
+  queries_.layouts[0xE5] = {{0, 8}, {8, 4}};
+  const std::vector<uint32_t> sizes = {8, 1, 2, 4, 12, 16, 24, 8, 3, 8};
+  queries_.layouts[0xE4] = {};
+  for (uint32_t i = 0, at = 0; i < sizes.size(); at += 24, ++i) queries_.layouts[0xE4].push_back({at, sizes[i]});
   auto run = [&](bool lean) {
     RecorderOptions o;
     o.path = (dir_ / (lean ? "lean.srace" : "general.srace")).string();
@@ -1222,6 +1228,25 @@ TEST_F(HandlerTest, ALeanLaunchGivesTheRecordOfTheGeneralPath) {
     launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0xE1, 0x5551);  // NCCL's own: not recorded
     ts.nccl_depth = 0;
     launch(CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 0xE9, 0x5551);  // no layout: unscanned
+    uint8_t bytes[10][24];
+    for (int i = 0; i < 10; ++i)
+      for (int j = 0; j < 24; ++j) bytes[i][j] = uint8_t(0x11 * i + j);
+    const uint64_t inside = a + 0x100;
+    std::memcpy(bytes[7], &inside, 8);  // a pointer into the allocation
+    void* ten[10];
+    for (int i = 0; i < 10; ++i) ten[i] = bytes[i];
+    const trace::CallAccessEntry ranges[] = {{a + 0x200, 64, 1}, {a + 0x400, 32, 2}};
+    ts.blas_accesses = ranges;
+    ts.blas_access_count = 2;
+    cuLaunchKernel_params many{as_ptr<CUfunc_st>(0xE4), 1, 1, 1, 32, 1, 1, 0, as_ptr<CUstream_st>(0x5551), ten, nullptr};
+    call(ApiDomain::kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &many, corr++, "_Z4manyv", 0, 0x100);
+    ts.blas_access_count = 0;
+    ts.blas_accesses = nullptr;
+    void* holey[] = {&p0, nullptr};
+    ts.precise_correlation = corr;
+    ts.launch_function = "_Z7patchedPfi";
+    cuLaunchKernel_params hole{as_ptr<CUfunc_st>(0xE5), 1, 1, 1, 32, 1, 1, 0, as_ptr<CUstream_st>(0x5551), holey, nullptr};
+    call(ApiDomain::kDriver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &hole, corr++, "_Z4leanPfi", 0, 0x100);
     rec.close();
     auto t = read_trace(o.path);
     auto ks = t.of(RecordKind::kKernelLaunch);
@@ -1236,8 +1261,8 @@ TEST_F(HandlerTest, ALeanLaunchGivesTheRecordOfTheGeneralPath) {
   };
   auto [lean, lean_names] = run(true);
   auto [general, general_names] = run(false);
-  ASSERT_EQ(lean.size(), 10u);
-  ASSERT_EQ(general.size(), 10u);
+  ASSERT_EQ(lean.size(), 12u);
+  ASSERT_EQ(general.size(), 12u);
   for (size_t i = 0; i < lean.size(); ++i) EXPECT_EQ(lean[i].body, general[i].body) << "launch " << i;
   EXPECT_EQ(lean_names, general_names);
   const uint32_t me = 0;  // the recorder's index of this thread, the only one
@@ -1253,6 +1278,8 @@ TEST_F(HandlerTest, ALeanLaunchGivesTheRecordOfTheGeneralPath) {
       {trace::per_thread_stream(me, 1), 1, 207, 1},
       {0x5551, 1, 208, 1},
       {0x5551, 1, 211, 0},
+      {0x5551, 1, 212, 1},  // the pointer in the eighth parameter
+      {0x5551, 1, 213, 1},  // scanned where it launched: the parameter without bytes skipped
   };
   for (size_t i = 0; i < lean.size(); ++i) {
     const auto k = lean[i].as<trace::KernelLaunchHead>();
@@ -1267,6 +1294,11 @@ TEST_F(HandlerTest, ALeanLaunchGivesTheRecordOfTheGeneralPath) {
   EXPECT_EQ(lean[8].as<trace::KernelLaunchHead>().flags & trace::kKernelPrecise, uint32_t(trace::kKernelPrecise));
   EXPECT_EQ(lean_names[8], "patched(float*, int)");
   EXPECT_EQ(lean_names[0], "lean(float*, int)");
+  EXPECT_EQ(lean[10].tail_words<trace::KernelLaunchHead>(), (std::vector<uint64_t>{a + 0x100}));
+  EXPECT_NE(lean[10].as<trace::KernelLaunchHead>().flags & trace::kKernelCallAccesses, 0u);
+  EXPECT_EQ(lean[10].body.size(), sizeof(trace::KernelLaunchHead) + (1 + 1 + 1 + 2 * 3) * 8);  // pointer, hash, ranges
+  EXPECT_EQ(lean[11].as<trace::KernelLaunchHead>().flags & trace::kKernelPrecise, uint32_t(trace::kKernelPrecise));
+  EXPECT_EQ(lean_names[11], "patched(float*, int)");
 }
 
 TEST_F(HandlerTest, NcclInternalLaunchesAreSuppressedButLendTheirCorrelation) {
