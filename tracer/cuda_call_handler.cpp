@@ -933,9 +933,9 @@ void CudaCallHandler::kernel(const CudaCall& call, const Emission& e, uint64_t s
 }
 
 // The launch path when the scan is deferred, apart from the scan's code: the function's facts,
-// the head, the stack, the record with the words copied into it. A launch it cannot take (no layout or no
-// arguments, a graph's kernel node, the launch corpus on, a parameter without bytes) is left
-// untouched to timed_kernel, which scans it.
+// the head, the stack, the record with the words copied into it. A launch it cannot take (no
+// layout or no arguments, a graph's kernel node, the launch corpus on, a parameter without
+// bytes) is left to timed_kernel, which scans it.
 bool CudaCallHandler::deferred_kernel(const CudaCall& call, const Emission& e, uint64_t stream, uint32_t device) {
   if (call.kind != CallKind::kKernelLaunch) return false;
   LaunchArgs a;
