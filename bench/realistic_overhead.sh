@@ -87,7 +87,9 @@
 #                baseline when it ran, else streamrace): for every other configuration of a
 #                job, the difference to PAIR_REF in each round, its median, min–max and the
 #                rounds it was lower in (runs of one round ran back to back, so the machine's
-#                drift between rounds cancels out of the differences)
+#                drift between rounds cancels out of the differences). The in-process jobs
+#                (*_ab) also list, round by round, the paused blocks' value beside what each
+#                configuration added, so that a round on a slowed host shows as one
 #   REPORT_ONLY  a directory holding raw.tsv and machine.txt (the logs/ of an earlier run's
 #                realistic_overhead_logs.tar.gz): runs nothing, writes that run's results again
 #                into OUT with this script's tables
@@ -530,6 +532,27 @@ for job in jobs:
                    f"reference's in the same round; PAIR_REF chooses the reference):", "",
                    f"| configuration | median difference, {unit} | min–max | lower in | each round |",
                    "| --- | --- | --- | --- | --- |"] + pair_rows + [""]
+    # The in-process jobs, round by round: the paused blocks' value (the host's own speed then)
+    # beside what each configuration added. A slow host's step stops being GPU-bound, and the
+    # tracer's CPU time then shows in full (realistic_overhead.md, session 45).
+    paused_re = re.compile(r"ab_on_(?:ms|us|ns) [0-9.]+ ab_off_(ms|us|ns) ([0-9.]+)")
+    round_rows = []
+    for r in sorted((r for r in rows if r["job"] == job and r["status"] == "ok" and r["value"] is not None),
+                    key=lambda r: (r["round"], order.index(r["config"]) if r["config"] in order else len(order))):
+        m = paused_re.search(r["info"])
+        if m is None:
+            continue
+        paused = float(m.group(2))
+        pct = re.search(r"ab_added_pct ([-0-9.]+)", r["info"])  # zero2_ab's own figure, where it gives one
+        share = (f"{float(pct.group(1)):+.2f} %" if pct else f"{r['value'] / paused * 100:+.2f} %" if paused > 0 else "–")
+        paused_unit = {"us": "µs"}.get(m.group(1), m.group(1))
+        round_rows.append(f"| {r['round']} | {what.get(r['config'], r['config'])} | {paused:.3f} {paused_unit} "
+                          f"| {r['value']:.3f} | {share} |")
+    if round_rows:
+        md += ["Each round: the paused blocks' value (this host's own speed then) and what the configuration added "
+               "(read a round's figures against its paused value: a slower host shows more of the tracer's CPU time):", "",
+               f"| round | configuration | paused | added, {unit} | per cent of paused |",
+               "| --- | --- | --- | --- | --- |"] + round_rows + [""]
 # Where the tracer's own time goes (selftime runs): per part, calls and time per unit of the job.
 self_re = re.compile(r"(cupti|nccl|allocator|python|native|scan|record|facts|lookup|hash) ([0-9]+) calls ([0-9.]+) ms")
 self_rows = {}
