@@ -216,15 +216,8 @@ void TraceRecorder::append(ThreadBuffer& b, trace::RecordKind kind, const void* 
     tail_size = 0xFFFF - fixed_size;
     body = 0xFFFF;
   }
-  const size_t need = sizeof(trace::RecordPrefix) + body;
-  ThreadChunk* c = b.chunk.get();
-  if (c == nullptr || c->pos + need > c->capacity) {
-    c = next_chunk(b, need);
-    if (c == nullptr) {
-      dropped_.fetch_add(1, std::memory_order_relaxed);
-      return;
-    }
-  }
+  ThreadChunk* c = room_for(b, sizeof(trace::RecordPrefix) + body);
+  if (c == nullptr) return;
   write_record(*c, kind, fixed, fixed_size, tail, tail_size);
 }
 

@@ -149,24 +149,13 @@ class TraceRecorder {
       return false;
     if (closed_.load(std::memory_order_relaxed)) return true;
     ThreadBuffer& b = buffer(ts.recorder_buffer);
-    const size_t need = sizeof(trace::RecordPrefix) + body;
-    ThreadChunk* c = b.chunk.get();
-    if (c == nullptr || c->pos + need > c->capacity) [[unlikely]] {
-      c = next_chunk(b, need);
-      if (c == nullptr) {
-        dropped_.fetch_add(1, std::memory_order_relaxed);
-        return true;
-      }
-    }
+    ThreadChunk* c = room_for(b, sizeof(trace::RecordPrefix) + body);
+    if (c == nullptr) return true;
     uint8_t* at = c->data.get() + c->pos;
     if (!fill(at + sizeof(trace::RecordPrefix) + sizeof(rec))) [[unlikely]]  // (not aligned: stores by memcpy)
       return false;
     fill_call(rec.call, b, api_id, stack_id);
-    const trace::RecordPrefix p{uint16_t(kDeferredKernelLaunch), uint16_t(body)};
-    std::memcpy(at, &p, sizeof(p));
-    std::memcpy(at + sizeof(p), &rec, sizeof(rec));
-    c->pos += need;
-    c->committed.store(c->pos, std::memory_order_release);
+    commit_record(*c, at, kDeferredKernelLaunch, &rec, sizeof(rec), body);
     return true;
   }
   // Who finishes deferred records (replacing any earlier one). Kept alive by the recorder.
@@ -283,15 +272,32 @@ class TraceRecorder {
       return append(b, kind, &rec, sizeof(T), tail.data(), tail_bytes);
     write_record(*c, kind, &rec, sizeof(T), tail.data(), tail_bytes);
   }
+  // The thread's chunk with room for `need` more bytes (the next one when it is full), or nullptr
+  // when the thread's unflushed records would exceed max_buffer_bytes (the record is counted as
+  // dropped).
+  ThreadChunk* room_for(ThreadBuffer& b, size_t need) {
+    ThreadChunk* c = b.chunk.get();
+    if (c == nullptr || c->pos + need > c->capacity) [[unlikely]] {
+      c = next_chunk(b, need);
+      if (c == nullptr) dropped_.fetch_add(1, std::memory_order_relaxed);
+    }
+    return c;
+  }
   // One record into a chunk with room for it (its body at most 0xFFFF bytes), committed.
   static void write_record(ThreadChunk& c, trace::RecordKind kind, const void* fixed, size_t fixed_size,
                            const void* tail, size_t tail_size) {
     uint8_t* at = c.data.get() + c.pos;
-    const trace::RecordPrefix p{uint16_t(kind), uint16_t(fixed_size + tail_size)};
+    if (tail_size != 0) std::memcpy(at + sizeof(trace::RecordPrefix) + fixed_size, tail, tail_size);
+    commit_record(c, at, kind, fixed, fixed_size, fixed_size + tail_size);
+  }
+  // The prefix and the fixed part of a record at `at` (the chunk's end) whose body (`body_size`
+  // bytes, the fixed part first) is otherwise in place; the record committed.
+  static void commit_record(ThreadChunk& c, uint8_t* at, trace::RecordKind kind, const void* fixed,
+                            size_t fixed_size, size_t body_size) {
+    const trace::RecordPrefix p{uint16_t(kind), uint16_t(body_size)};
     std::memcpy(at, &p, sizeof(p));
     if (fixed_size != 0) std::memcpy(at + sizeof(p), fixed, fixed_size);
-    if (tail_size != 0) std::memcpy(at + sizeof(p) + fixed_size, tail, tail_size);
-    c.pos += sizeof(p) + fixed_size + tail_size;
+    c.pos += sizeof(p) + body_size;
     c.committed.store(c.pos, std::memory_order_release);
   }
   // Holds flush_mu_ and records the holder in flush_owner_ (every taker of flush_mu_ but the
